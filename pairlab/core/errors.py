@@ -1,0 +1,85 @@
+"""One exception tree for pairlab.
+
+    PairlabError (reason: ReasonCode, exit_code)
+    ├── InvalidInputError        exit 2  bad files, arguments, schemas
+    ├── ExecutionError           exit 1  an episode could not be executed (infrastructure)
+    ├── UsageParseError          exit 2  provider-native usage records could not be read
+    ├── PublishError             exit 1  the object store refused or lost an object
+    └── EnvironmentUnavailable   exit 3  Docker, S3 or a Prefect server is not reachable
+
+Expected outcomes (a failed agent command, an insufficient cohort, Not priced, a
+verdict) are values, never exceptions. Foreign errors are translated at the
+boundary and chained (``raise InvalidInputError(...) from exc``). The CLI is the
+one place that maps these to exit codes and ``--json`` reasons.
+"""
+
+from __future__ import annotations
+
+from enum import StrEnum
+
+
+class ReasonCode(StrEnum):
+    INVALID_INPUT = "invalid-input"
+    MALFORMED_INPUT = "malformed-input"
+    INPUT_READ_FAILED = "input-read-failed"
+    INPUT_TOO_LARGE = "input-too-large"
+    UNSUPPORTED_SCHEMA_VERSION = "unsupported-schema-version"
+    MISSING_BASELINE_ISOLATION = "missing-baseline-isolation"
+    MISSING_BASELINE_ARGS = "missing-baseline-args"
+    INVALID_PROFILE = "invalid-profile"
+    INVALID_CATALOG = "invalid-catalog"
+    INVALID_MIN_PAIRS = "invalid-min-pairs"
+    UNKNOWN_TASK = "unknown-task"
+    UNKNOWN_PROFILE = "unknown-profile"
+    EXECUTION_FAILED = "execution-failed"
+    USAGE_UNREADABLE = "usage-unreadable"
+    PUBLISH_FAILED = "publish-failed"
+    INTEGRITY_FAILED = "integrity-failed"
+    RUN_INCOMPLETE = "run-incomplete"
+    SECRET_FOUND = "secret-found"
+    ENVIRONMENT_UNAVAILABLE = "environment-unavailable"
+    DOCKER_UNAVAILABLE = "docker-unavailable"
+    S3_UNAVAILABLE = "s3-unavailable"
+    PREFECT_UNAVAILABLE = "prefect-unavailable"
+    CERTIFICATION_FAILED = "certification-failed"
+    NOT_FOUND = "not-found"
+
+
+class PairlabError(Exception):
+    """Root of every error pairlab raises on purpose."""
+
+    exit_code: int = 1
+    default_reason: ReasonCode = ReasonCode.INVALID_INPUT
+
+    def __init__(self, message: str, *, reason: ReasonCode | None = None) -> None:
+        super().__init__(message)
+        self.message = message
+        self.reason: ReasonCode = reason or self.default_reason
+
+    def to_json(self) -> dict[str, object]:
+        return {"error": self.message, "reason_code": str(self.reason), "exit_code": self.exit_code}
+
+
+class InvalidInputError(PairlabError):
+    exit_code = 2
+    default_reason = ReasonCode.INVALID_INPUT
+
+
+class ExecutionError(PairlabError):
+    exit_code = 1
+    default_reason = ReasonCode.EXECUTION_FAILED
+
+
+class UsageParseError(PairlabError):
+    exit_code = 2
+    default_reason = ReasonCode.USAGE_UNREADABLE
+
+
+class PublishError(PairlabError):
+    exit_code = 1
+    default_reason = ReasonCode.PUBLISH_FAILED
+
+
+class EnvironmentUnavailable(PairlabError):
+    exit_code = 3
+    default_reason = ReasonCode.ENVIRONMENT_UNAVAILABLE

@@ -1,0 +1,168 @@
+"""Episode record, schema version 2 (DESIGN 5.1).
+
+camelCase on the wire, as in the seed; ``None`` (JSON ``null``) means *not
+observed* and is never turned into 0. Records from other producers may carry only
+the seed's fields: everything beyond the identity fields is optional on read.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from datetime import datetime
+from typing import Literal
+
+from pydantic import Field, ValidationError
+
+from pairlab.core.errors import InvalidInputError, ReasonCode
+from pairlab.core.schemas.base import CamelModel
+from pairlab.core.schemas.quota import QuotaObservation
+from pairlab.core.schemas.usage import UsageVector
+
+EPISODE_SCHEMA_VERSION = 2
+ARMS: tuple[str, ...] = ("baseline", "optimizer", "retrieval", "full")
+
+
+def make_pair_id(run_id: str, task_id: str, repetition: int) -> str:
+    """``<runId>:<taskId>:<repetition>``: two eval runs never share a pairId."""
+    return f"{run_id}:{task_id}:{repetition}"
+
+
+def make_episode_id(pair_id: str, arm: str) -> str:
+    return f"{pair_id}:{arm}"
+
+
+class GraderCheck(CamelModel):
+    name: str
+    kind: str
+    passed: bool | None
+    detail: str | None = None
+
+
+class Transcript(CamelModel):
+    prompt: str | None = None
+    stdout: str | None = None
+    stderr: str | None = None
+
+
+class EpisodeRecord(CamelModel):
+    schema_version: Literal[2] = 2
+    # --- the seed's fields -------------------------------------------------
+    episode_id: str = Field(min_length=1)
+    session_id: str | None = None
+    turn_id: str | None = None
+    tool_call_id: str | None = None
+    injection_id: str | None = None
+    client: str = Field(min_length=1)
+    client_version: str | None = None
+    model: str | None = None
+    model_version: str | None = None
+    task_id: str = Field(min_length=1)
+    pair_id: str = Field(min_length=1)
+    arm: str = Field(min_length=1)
+    finding_ids: list[str] = Field(default_factory=list)
+    shadow_finding_ids: list[str] = Field(default_factory=list)
+    delivered_tokens: int | None = Field(default=None, ge=0)
+    shadow_tokens: int | None = Field(default=None, ge=0)
+    success: bool | None = None
+    correct: bool | None = None
+    latency_ms: float | None = Field(default=None, ge=0)
+    cost_usd: float | None = Field(default=None, ge=0)
+    uncached_input_tokens: int | None = Field(default=None, ge=0)
+    cached_input_tokens: int | None = Field(default=None, ge=0)
+    output_tokens: int | None = Field(default=None, ge=0)
+    total_tokens: int | None = Field(default=None, ge=0)
+    # --- pairlab's additions (all optional on read) ------------------------
+    run_id: str | None = None
+    repetition: int | None = Field(default=None, ge=0)
+    order: int | None = Field(default=None, ge=0)
+    stratum: str | None = None
+    started_at: datetime | None = None
+    ended_at: datetime | None = None
+    exit_code: int | None = None
+    timed_out: bool | None = None
+    excluded: bool = False
+    excluded_reason: str | None = None
+    grader_checks: list[GraderCheck] | None = None
+    cache_write5m_tokens: int | None = Field(default=None, ge=0, alias="cacheWrite5mTokens")
+    cache_write1h_tokens: int | None = Field(default=None, ge=0, alias="cacheWrite1hTokens")
+    cache_write_tokens: int | None = Field(default=None, ge=0)
+    reasoning_tokens: int | None = Field(default=None, ge=0)
+    tool_calls: int | None = Field(default=None, ge=0)
+    api_calls: int | None = Field(default=None, ge=0)
+    prompt_sha256: str | None = None
+    stdout_sha256: str | None = None
+    stderr_sha256: str | None = None
+    usage_provenance: dict[str, int] | None = None
+    join_method: Literal["exact", "fallback"] | None = None
+    quota_before: list[QuotaObservation] | None = None
+    quota_after: list[QuotaObservation] | None = None
+    price_catalog_version: str | None = None
+    api_list_price_usd: float | None = Field(default=None, ge=0)
+    ledger: dict[str, int | None] | None = None
+    backend: str | None = None
+    transcript: Transcript | None = None
+
+    def usage_vector(self) -> UsageVector:
+        return UsageVector(
+            uncached_input=self.uncached_input_tokens,
+            cache_read=self.cached_input_tokens,
+            cache_write_5m=self.cache_write5m_tokens,
+            cache_write_1h=self.cache_write1h_tokens,
+            cache_write_generic=self.cache_write_tokens,
+            output=self.output_tokens,
+            reasoning=self.reasoning_tokens,
+        )
+
+    def to_json_line(self) -> str:
+        return self.model_dump_json(by_alias=True)
+
+
+def usage_fields(vector: UsageVector) -> dict[str, int | None]:
+    """Episode-record fields (python names) for a usage vector; nulls kept."""
+    return {
+        "uncached_input_tokens": vector.uncached_input,
+        "cached_input_tokens": vector.cache_read,
+        "cache_write5m_tokens": vector.cache_write_5m,
+        "cache_write1h_tokens": vector.cache_write_1h,
+        "cache_write_tokens": vector.cache_write_generic,
+        "output_tokens": vector.output,
+        "reasoning_tokens": vector.reasoning,
+        "total_tokens": vector.total,
+    }
+
+
+def parse_episode_line(line: str, line_no: int, source: str = "<input>") -> EpisodeRecord:
+    """Parse one JSONL line; a bad line is an error naming the line, never skipped."""
+    try:
+        payload = json.loads(line)
+    except json.JSONDecodeError as exc:
+        raise InvalidInputError(
+            f"{source}:{line_no}: not valid JSON ({exc.msg})", reason=ReasonCode.MALFORMED_INPUT
+        ) from exc
+    if not isinstance(payload, dict):
+        raise InvalidInputError(
+            f"{source}:{line_no}: an episode record must be a JSON object",
+            reason=ReasonCode.MALFORMED_INPUT,
+        )
+    version = payload.get("schemaVersion", EPISODE_SCHEMA_VERSION)
+    if version != EPISODE_SCHEMA_VERSION:
+        raise InvalidInputError(
+            f"{source}:{line_no}: unsupported schemaVersion {version!r} (expected 2)",
+            reason=ReasonCode.UNSUPPORTED_SCHEMA_VERSION,
+        )
+    try:
+        return EpisodeRecord.model_validate_json(line)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        loc = ".".join(str(p) for p in first["loc"])
+        raise InvalidInputError(
+            f"{source}:{line_no}: invalid episode record: {loc}: {first['msg']}",
+            reason=ReasonCode.MALFORMED_INPUT,
+        ) from exc
+
+
+def iter_episode_lines(lines: Iterator[str], source: str = "<input>") -> Iterator[EpisodeRecord]:
+    for line_no, line in enumerate(lines, start=1):
+        if line.strip():
+            yield parse_episode_line(line, line_no, source)

@@ -1,0 +1,129 @@
+"""Runner profile (DESIGN 5.2): how to start one client CLI.
+
+A profile without baseline arm args, or without a documented and supplied
+baseline isolation, is refused with an error naming the field: an uncontrolled
+baseline would turn the user's installed hooks and MCP servers into "savings".
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Literal
+
+import yaml
+from pydantic import Field, ValidationError, field_validator, model_validator
+
+from pairlab.core.errors import InvalidInputError, ReasonCode
+from pairlab.core.schemas.base import StrictModel
+
+PROFILE_SCHEMA_VERSION = 1
+PLACEHOLDERS = ("{prompt}", "{workspace}", "{arm}", "{taskId}", "{pairId}", "{model}")
+
+
+class BaselineIsolation(StrictModel):
+    description: str = Field(min_length=10)
+    fresh_home: bool
+    strips: list[str] = Field(min_length=1)
+    probe: str = Field(min_length=1)
+
+    @field_validator("fresh_home")
+    @classmethod
+    def _home_must_be_fresh(cls, value: bool) -> bool:
+        if not value:
+            raise ValueError("a baseline must start with a fresh HOME")
+        return value
+
+
+class Treatment(StrictModel):
+    home_seed: str | None = None  # directory (relative to the profile) copied into a treated HOME
+    env: dict[str, str] = Field(default_factory=dict)
+
+
+class UsageSource(StrictModel):
+    reader: Literal["claude", "codex", "gemini", "copilot"]
+    paths: list[str] = Field(min_length=1)  # globs relative to the episode HOME
+
+
+class QuotaSource(StrictModel):
+    probe: str = Field(min_length=1)
+    options: dict[str, str] = Field(default_factory=dict)
+
+
+class Resources(StrictModel):
+    cpus: float = Field(default=1.0, gt=0)
+    memory_mb: int = Field(default=1024, ge=16)
+    pids: int = Field(default=256, ge=8)
+
+
+class RunnerProfile(StrictModel):
+    schema_version: Literal[1] = 1
+    client: str = Field(min_length=1)
+    version: str | None = None
+    image: str = Field(min_length=1)
+    dockerfile: str | None = None
+    command: list[str] = Field(min_length=1)
+    version_command: list[str] | None = None
+    args: list[str] = Field(default_factory=list)
+    env: dict[str, str] = Field(default_factory=dict)  # static env for every arm (values recorded)
+    mount_solution: bool = False  # simulator only: expose the task's reference solution read-only
+    arm_args: dict[str, list[str]]
+    baseline_isolation: BaselineIsolation
+    treatment: Treatment = Field(default_factory=Treatment)
+    env_allowlist: list[str] = Field(default_factory=lambda: ["PATH", "LANG", "LC_ALL", "TZ"])
+    secrets: list[str] = Field(default_factory=list)
+    usage: UsageSource
+    quota: QuotaSource
+    timeout_s: float = Field(default=600, gt=0)
+    resources: Resources = Field(default_factory=Resources)
+    network: str = "none"
+    live: bool = False  # whether this CLI can run on this machine (certify)
+
+    @model_validator(mode="after")
+    def _baseline_args_present(self) -> RunnerProfile:
+        if not self.arm_args.get("baseline"):
+            raise ValueError("arm_args.baseline is required and must not be empty")
+        return self
+
+    def argv(self, arm: str, **values: str) -> list[str]:
+        """command + args + arm args (before the prompt), placeholders filled."""
+        arm_args = self.arm_args.get(arm, [])
+        parts = [*self.command, *arm_args, *self.args]
+        out = []
+        for part in parts:
+            for key, val in values.items():
+                part = part.replace("{" + key + "}", val)
+            out.append(part)
+        return out
+
+
+def _reason_for(loc: tuple[int | str, ...], msg: str) -> ReasonCode:
+    if loc and loc[0] == "baseline_isolation":
+        return ReasonCode.MISSING_BASELINE_ISOLATION
+    if (loc and loc[0] == "arm_args") or "arm_args.baseline" in msg:
+        return ReasonCode.MISSING_BASELINE_ARGS
+    return ReasonCode.INVALID_PROFILE
+
+
+def parse_profile(data: object, source: str = "<profile>") -> RunnerProfile:
+    if not isinstance(data, dict):
+        raise InvalidInputError(f"{source}: a runner profile must be a mapping", reason=ReasonCode.INVALID_PROFILE)
+    try:
+        return RunnerProfile.model_validate(data)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        loc = tuple(first["loc"])
+        field = ".".join(str(p) for p in loc) or "arm_args.baseline"
+        if not loc and "arm_args.baseline" in first["msg"]:
+            field = "arm_args.baseline"
+        raise InvalidInputError(
+            f"{source}: profile refused: field '{field}': {first['msg']}",
+            reason=_reason_for(loc, first["msg"]),
+        ) from exc
+
+
+def load_profile(path: Path) -> RunnerProfile:
+    try:
+        data = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except (OSError, yaml.YAMLError) as exc:
+        raise InvalidInputError(f"{path}: cannot read profile: {exc}", reason=ReasonCode.INPUT_READ_FAILED) from exc
+    return parse_profile(data, str(path))

@@ -1,0 +1,29 @@
+"""Test support shared by every layer.
+
+``require(condition, what)`` skips a service-dependent test with a clear reason
+when the service is absent -- except when ``PAIRLAB_REQUIRE_SERVICES=1`` (set by
+``.ci/run``), where the missing service is a failure: nothing is silently untested.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+REPO_ROOT = Path(__file__).resolve().parent.parent
+CATALOG_DIR = REPO_ROOT / "catalog"
+PROFILES_DIR = REPO_ROOT / "runner_profiles"
+
+
+def services_required() -> bool:
+    return os.environ.get("PAIRLAB_REQUIRE_SERVICES", "") not in ("", "0", "false")
+
+
+def require(available: bool, what: str) -> None:
+    if available:
+        return
+    if services_required():
+        pytest.fail(f"required service unavailable (PAIRLAB_REQUIRE_SERVICES=1): {what}")
+    pytest.skip(f"service unavailable: {what}")
