@@ -43,6 +43,9 @@ class ReasonCode(StrEnum):
     PREFECT_UNAVAILABLE = "prefect-unavailable"
     CERTIFICATION_FAILED = "certification-failed"
     NOT_FOUND = "not-found"
+    TOKENIZER_UNAVAILABLE = "tokenizer-unavailable"
+    INVALID_PRICE_CATALOG = "invalid-price-catalog"
+    LEDGER_UNREADABLE = "ledger-unreadable"
 
 
 class PairlabError(Exception):
