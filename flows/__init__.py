@@ -1,0 +1,1 @@
+"""Prefect flows: the recipes (DESIGN 2), pauses and deployments."""

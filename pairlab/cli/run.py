@@ -1,9 +1,161 @@
-"""Placeholder: this command group is filled in by its issue."""
+"""`pairlab eval`, `pairlab demo` and `pairlab serve`: the orchestration entry points.
+
+The flow runs in this process on Prefect's embedded defaults (no server needed);
+with PREFECT_API_URL set, runs are recorded on that server instead.
+"""
 
 from __future__ import annotations
 
+import os
+import sys
+from pathlib import Path
+from typing import Annotated, Any
+
 import typer
+
+from pairlab.cli.output import emit_json
+from pairlab.core.errors import EnvironmentUnavailable, ReasonCode
+
+
+def _quiet_prefect() -> None:
+    os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
+    os.environ.setdefault("DO_NOT_TRACK", "1")
+    os.environ.setdefault("PREFECT_LOGGING_LEVEL", "WARNING")
+    os.environ.setdefault("PREFECT_SERVER_LOGGING_LEVEL", "CRITICAL")
+    os.environ.setdefault("PREFECT_LOGGING_LOG_PRINTS", "false")
+
+
+def _run_eval(params: Any, *, show_progress: bool) -> dict[str, Any]:
+    _quiet_prefect()
+    from pairlab.adapters import progress as progress_events
+
+    if not show_progress:
+        from flows.evidence_eval import evidence_eval
+
+        return evidence_eval(params)
+
+    from rich.progress import BarColumn, Progress, TextColumn, TimeRemainingColumn
+
+    columns = (
+        TextColumn("[bold]episodes"),
+        BarColumn(),
+        TextColumn("{task.completed}/{task.total}"),
+        TextColumn("done {task.fields[done]} · failed {task.fields[failed]} · remaining {task.fields[remaining]}"),
+        TimeRemainingColumn(),
+    )
+    with Progress(*columns, transient=False, redirect_stderr=False) as bar:
+        task_id = bar.add_task("episodes", total=None, done=0, failed=0, remaining="?")
+
+        def listener(p: progress_events.Progress) -> None:
+            bar.update(
+                task_id,
+                total=p.total,
+                completed=p.done + p.skipped,
+                done=p.done,
+                failed=p.failed,
+                remaining=p.remaining,
+            )
+
+        progress_events.add_listener(listener)
+        try:
+            from flows.evidence_eval import evidence_eval
+
+            return evidence_eval(params)
+        finally:
+            progress_events.remove_listener(listener)
+
+
+def _print_result(result: dict[str, Any], as_json: bool) -> None:
+    if as_json:
+        emit_json({k: result[k] for k in ("run_id", "store", "episodes", "failed", "report")})
+        return
+    typer.echo(f"run {result['run_id']}: {result['episodes']} episodes ({result['failed']} failed or incorrect)")
+    typer.echo(f"report: {result['report']}")
+    typer.echo(f"store:  {result['store']}")
 
 
 def register(app: typer.Typer) -> None:
-    del app
+    @app.command("eval")
+    def eval_cmd(
+        suite: Annotated[str, typer.Option(help="Task suite id")] = "core",
+        profile: Annotated[str, typer.Option(help="Runner profile name")] = "sim",
+        repetitions: Annotated[int, typer.Option(min=1, help="Pairs per task")] = 5,
+        backend: Annotated[str, typer.Option(help="local or docker")] = "local",
+        store: Annotated[str, typer.Option(help="Local directory or s3://bucket/prefix")] = "pairlab-store",
+        task: Annotated[list[str] | None, typer.Option("--task", help="Only these task ids (repeatable)")] = None,
+        arms: Annotated[str, typer.Option(help="Comma-separated arms")] = "baseline,optimizer,retrieval,full",
+        model: Annotated[str | None, typer.Option(help="Model id for the CLI")] = None,
+        seed: Annotated[int, typer.Option(help="Recorded seed")] = 0,
+        concurrency: Annotated[int, typer.Option(min=1, help="Pairs at the same time")] = 1,
+        min_pairs: Annotated[int | None, typer.Option(help="Causal gate (default 5)")] = None,
+        run_id: Annotated[str | None, typer.Option(help="Resume this run id")] = None,
+        include_transcript: Annotated[bool, typer.Option(help="Store prompt/stdout/stderr")] = False,
+        keep_workspaces: Annotated[bool, typer.Option(help="Keep episode workspaces")] = False,
+        on_secret: Annotated[str, typer.Option(help="redact or refuse")] = "redact",
+        work_dir: Annotated[str, typer.Option(help="Local staging directory")] = ".pairlab/work",
+        as_json: Annotated[bool, typer.Option("--json", help="Print a JSON summary")] = False,
+    ) -> None:
+        """Run the evidence-eval flow on the embedded defaults (no server needed)."""
+        from flows.params import EvidenceEvalParams
+
+        params = EvidenceEvalParams(
+            suite=suite,
+            profile=profile,
+            repetitions=repetitions,
+            backend=backend,  # type: ignore[arg-type]
+            store=store,
+            task_filter=task or [],
+            arms=[a.strip() for a in arms.split(",") if a.strip()],  # type: ignore[misc]
+            model=model,
+            seed=seed,
+            concurrency=concurrency,
+            min_pairs=min_pairs,
+            run_id=run_id,
+            include_transcript=include_transcript,
+            keep_workspaces=keep_workspaces,
+            on_secret=on_secret,  # type: ignore[arg-type]
+            work_dir=work_dir,
+        )
+        result = _run_eval(params, show_progress=not as_json and sys.stderr.isatty())
+        _print_result(result, as_json)
+
+    @app.command("demo")
+    def demo_cmd(
+        store: Annotated[str, typer.Option(help="Where the report goes")] = "pairlab-store",
+        repetitions: Annotated[int, typer.Option(min=1)] = 5,
+        backend: Annotated[str, typer.Option(help="local or docker")] = "local",
+        as_json: Annotated[bool, typer.Option("--json")] = False,
+    ) -> None:
+        """The README main job: a complete 4-arm evaluation of the catalog with the simulator."""
+        from flows.params import EvidenceEvalParams
+
+        params = EvidenceEvalParams(
+            repetitions=repetitions, store=store, backend=backend, concurrency=2  # type: ignore[arg-type]
+        )
+        if not as_json:
+            typer.echo(
+                f"pairlab demo: suite 'core' × 4 arms × {repetitions} repetitions with the simulated client "
+                f"({backend} backend)"
+            )
+        result = _run_eval(params, show_progress=not as_json)
+        _print_result(result, as_json)
+        if not as_json:
+            report = Path(result["report"])
+            typer.echo("")
+            typer.echo(f"Open the report: {report}")
+
+    @app.command("serve")
+    def serve_cmd(
+        limit: Annotated[int, typer.Option(help="Flow runs at the same time")] = 4,
+    ) -> None:
+        """Serve the deployments (evidence-eval, certify-clients, ...) to PREFECT_API_URL."""
+        _quiet_prefect()
+        if not os.environ.get("PREFECT_API_URL"):
+            raise EnvironmentUnavailable(
+                "PREFECT_API_URL is not set: start a server (`uv run prefect server start`) and export "
+                "PREFECT_API_URL=http://127.0.0.1:4200/api",
+                reason=ReasonCode.PREFECT_UNAVAILABLE,
+            )
+        from flows.deployments import serve_all
+
+        serve_all(limit=limit)

@@ -1,0 +1,49 @@
+"""The deployments served by `pairlab serve` (one place; infra/ holds the file form).
+
+Defaults describe a small evaluation with the simulator that finishes in a couple
+of minutes, so a fresh install can trigger one from the UI as is.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from prefect import serve
+
+from flows.evidence_eval import evidence_eval
+from flows.params import EvidenceEvalParams
+
+SMALL_EVAL = EvidenceEvalParams(
+    task_filter=["fix-median", "answer-cache-env"], repetitions=5, concurrency=2
+)
+
+
+def build_deployments() -> list[Any]:
+    deployments = [
+        evidence_eval.to_deployment(
+            name="evidence-eval",
+            parameters={"params": SMALL_EVAL.model_dump(mode="json")},
+            description="Paired 4-arm evidence evaluation (small simulator run by default).",
+            tags=["pairlab"],
+        ),
+    ]
+    for module, attr, name in (
+        ("flows.certify_clients", "certify_clients", "certify-clients"),
+        ("flows.compare_artifact", "compare_artifact", "compare-artifact"),
+        ("flows.audit_savings", "audit_savings", "audit-savings"),
+        ("flows.canary_trial", "canary_trial", "canary-trial"),
+    ):
+        try:
+            mod = __import__(module, fromlist=[attr])
+        except ModuleNotFoundError:
+            continue
+        builder = getattr(mod, "deployment", None)
+        if builder is not None:
+            deployments.append(builder())
+        else:
+            deployments.append(getattr(mod, attr).to_deployment(name=name, tags=["pairlab"]))
+    return deployments
+
+
+def serve_all(limit: int = 4) -> None:
+    serve(*build_deployments(), limit=limit)

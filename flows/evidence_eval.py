@@ -1,0 +1,262 @@
+"""The evidence-eval flow (DESIGN 2): plan, run pairs, aggregate, report, publish.
+
+Arms of one pair run in their planned order, one after another; different pairs
+run concurrently up to ``concurrency``. Completed episodes are persisted by
+episode id, so re-running with the same ``run_id`` resumes without duplicates.
+"""
+
+from __future__ import annotations
+
+import concurrent.futures
+import secrets
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from prefect import flow, get_run_logger, task
+from prefect.artifacts import create_progress_artifact, update_progress_artifact
+from prefect.cache_policies import NO_CACHE
+from prefect.task_runners import ThreadPoolTaskRunner
+
+from flows.params import EvidenceEvalParams
+from pairlab.adapters import progress as progress_events
+from pairlab.adapters.backends.base import EpisodeSpec, ExecutionBackend, make_backend
+from pairlab.adapters.episode_io import (
+    extract_final_answer,
+    load_eval_inputs,
+    sim_account_dir,
+)
+from pairlab.adapters.run_outputs import published_location
+from pairlab.adapters.rundir import RunDir
+from pairlab.core.plan import PlannedEpisode, Schedule, plan_schedule
+from pairlab.core.records import build_episode_record, exclusion_for
+from pairlab.core.schemas.catalog import LoadedSuite
+from pairlab.core.schemas.episode import EpisodeRecord
+from pairlab.core.schemas.profile import RunnerProfile
+from tasks.episode import (
+    collect_episode,
+    collect_ledger,
+    collect_usage,
+    grade_episode,
+    now_utc,
+    prepare_episode,
+    quota_snapshot,
+    record_episode,
+    run_episode,
+    teardown_episode,
+)
+from tasks.report import aggregate_cohorts, publish_run_outputs, render_report
+
+MAX_PAIR_WORKERS = 32
+
+
+def new_run_id() -> str:
+    return f"{datetime.now(UTC):%Y%m%dT%H%M%SZ}-{secrets.token_hex(3)}"
+
+
+@task(name="plan", cache_policy=NO_CACHE, persist_result=False)
+def plan_task(params: EvidenceEvalParams, run_id: str, task_ids: list[str]) -> Schedule:
+    return plan_schedule(task_ids, list(params.arms), params.repetitions, params.seed, run_id)
+
+
+def _execute_one(
+    planned: PlannedEpisode,
+    *,
+    params: EvidenceEvalParams,
+    suite: LoadedSuite,
+    profile: RunnerProfile,
+    backend: ExecutionBackend,
+    run_dir: RunDir,
+    account_dir: Path | None,
+) -> EpisodeRecord:
+    task_entry = suite.task(planned.task_id)
+    spec = EpisodeSpec(
+        run_id=run_dir.run_id,
+        episode_id=planned.episode_id,
+        pair_id=planned.pair_id,
+        task_id=planned.task_id,
+        arm=planned.arm,
+        prompt=task_entry.prompt,
+        profile=profile,
+        fixture_dir=suite.fixture_path(task_entry),
+        workspace_subdir=task_entry.workspace,
+        solution_dir=suite.solution_path(task_entry) if profile.mount_solution else None,
+        model=params.model,
+        timeout_s=profile.timeout_s,
+        keep_workspace=params.keep_workspaces,
+        seed=params.seed,
+        extra_env={},
+        sim_account_dir=account_dir,
+    )
+    episode_dir = run_dir.episode_dir(planned.episode_id)
+    prepared = prepare_episode(backend, spec)
+    try:
+        before = quota_snapshot(profile, account_dir)
+        outcome = run_episode(backend, prepared)
+        after = quota_snapshot(profile, account_dir)
+        collected = collect_episode(backend, prepared, episode_dir / "collected")
+        usage = collect_usage(profile, collected.dest)
+        ledger = collect_ledger(collected.dest, episode_dir)
+        final_answer = extract_final_answer(outcome.stdout)
+        delivered = ledger.get("observed_returned_tokens") if ledger else None
+        checks = grade_episode(backend, prepared, task_entry, final_answer, delivered)
+    finally:
+        teardown_episode(backend, prepared)
+    record = build_episode_record(
+        run_id=run_dir.run_id,
+        episode_id=planned.episode_id,
+        pair_id=planned.pair_id,
+        task_id=planned.task_id,
+        arm=planned.arm,
+        repetition=planned.repetition,
+        order=planned.order,
+        stratum=None,
+        client=profile.client,
+        client_version=usage.cli_version or profile.version,
+        model=usage.primary_model or params.model,
+        model_version=None,
+        session_id=usage.session_id,
+        backend=backend.name,
+        started_at=outcome.started_at,
+        ended_at=outcome.ended_at,
+        exit_code=outcome.exit_code,
+        timed_out=outcome.timed_out,
+        latency_ms=outcome.latency_ms,
+        prompt=task_entry.prompt,
+        stdout=outcome.stdout,
+        stderr=outcome.stderr,
+        include_transcript=params.include_transcript,
+        usage=usage.vector,
+        api_calls=usage.api_calls,
+        usage_provenance=usage.provenance_counts(),
+        checks=checks,
+        exclusion=exclusion_for(
+            started=outcome.exit_code is not None or outcome.timed_out,
+            checks=checks,
+            rules=[r.when for r in suite.suite.exclusion_rules],
+        ),
+        quota_before=before,
+        quota_after=after,
+        join_method="fallback",
+        delivered_tokens=delivered,
+        cost_usd=usage.provider_reported_cost_usd,
+        ledger=ledger,
+    )
+    return record_episode(run_dir, record)
+
+
+@task(name="run-pair", cache_policy=NO_CACHE, persist_result=False)
+def run_pair(
+    pair: list[PlannedEpisode],
+    *,
+    params: EvidenceEvalParams,
+    suite: LoadedSuite,
+    profile: RunnerProfile,
+    backend: ExecutionBackend,
+    run_dir: RunDir,
+    account_dir: Path | None,
+    done: dict[str, EpisodeRecord],
+) -> list[EpisodeRecord]:
+    """Run the episodes of one pair strictly in their planned order."""
+    records = []
+    for planned in pair:
+        if planned.episode_id in done:
+            records.append(done[planned.episode_id])
+            continue
+        records.append(
+            _execute_one(
+                planned,
+                params=params,
+                suite=suite,
+                profile=profile,
+                backend=backend,
+                run_dir=run_dir,
+                account_dir=account_dir,
+            )
+        )
+    return records
+
+
+@flow(
+    name="evidence-eval",
+    task_runner=ThreadPoolTaskRunner(max_workers=MAX_PAIR_WORKERS),
+    validate_parameters=True,
+    log_prints=False,
+)
+def evidence_eval(params: EvidenceEvalParams) -> dict[str, Any]:
+    """Run a paired, order-rotated 4-arm evaluation and publish its report."""
+    logger = get_run_logger()
+    run_id = params.run_id or new_run_id()
+    suite, profile = load_eval_inputs(params.suite, params.profile)
+    task_ids = [t.id for t in suite.tasks if not params.task_filter or t.id in params.task_filter]
+    schedule = plan_task(params, run_id, task_ids)
+    run_dir = RunDir(Path(params.work_dir), run_id).ensure()
+    run_dir.write_json("schedule.json", schedule.model_dump(mode="json"))
+    done = run_dir.completed()
+    planned_ids = [e.episode_id for e in schedule.entries]
+    done = {k: v for k, v in done.items() if k in set(planned_ids)}
+    backend = make_backend(params.backend, run_id=run_id)
+    account_dir = sim_account_dir(Path(params.work_dir), profile)
+
+    prog = progress_events.Progress(total=len(planned_ids), skipped=len(done))
+    artifact_id = create_progress_artifact(
+        progress=prog.percent(), key=None, description=f"episodes of run {run_id}"
+    )
+    logger.info(
+        "run %s: %d episodes planned, %d already complete (resume)", run_id, len(planned_ids), len(done)
+    )
+    progress_events.notify(prog)
+
+    pairs = schedule.pairs()
+    pending = [p for p in pairs if any(e.episode_id not in done for e in p)]
+    records: dict[str, EpisodeRecord] = dict(done)
+    window = params.concurrency
+    running: dict[concurrent.futures.Future[Any], Any] = {}
+
+    def submit(pair: list[PlannedEpisode]) -> None:
+        fut = run_pair.submit(
+            pair,
+            params=params,
+            suite=suite,
+            profile=profile,
+            backend=backend,
+            run_dir=run_dir,
+            account_dir=account_dir,
+            done=done,
+        )
+        running[fut.wrapped_future] = fut
+
+    queue = list(pending)
+    while queue or running:
+        while queue and len(running) < window:
+            submit(queue.pop(0))
+        finished, _ = concurrent.futures.wait(
+            list(running), return_when=concurrent.futures.FIRST_COMPLETED
+        )
+        for raw in finished:
+            fut = running.pop(raw)
+            for rec in fut.result():
+                if rec.episode_id not in records:
+                    records[rec.episode_id] = rec
+                    prog.done += 1
+                    if not (rec.success and rec.correct):
+                        prog.failed += 1
+            update_progress_artifact(artifact_id=artifact_id, progress=prog.percent())
+            progress_events.notify(prog)
+
+    ordered = [records[e] for e in planned_ids if e in records]
+    analysis = aggregate_cohorts(ordered, run_id, params.min_pairs)
+    outputs = render_report(run_dir, ordered, planned_ids, analysis, params, profile, schedule)
+    manifest = publish_run_outputs(run_dir.path, params.store, params.on_secret)
+    failed = sum(1 for r in ordered if not (r.success and r.correct))
+    result = {
+        "run_id": run_id,
+        "store": params.store,
+        "episodes": len(ordered),
+        "failed": failed,
+        "report": published_location(params.store, run_id, "report.md"),
+        "staging": str(run_dir.path),
+        "published": manifest,
+    }
+    logger.info("run %s complete: %d episodes, report %s", run_id, len(ordered), outputs["report_md"])
+    return result

@@ -1,0 +1,111 @@
+"""The episode-side glue the flow needs: inputs, quota, usage, ledger, final answer.
+
+Each function does one I/O step for an episode and returns plain values; the
+Prefect tasks wrap them. Probes and readers fail soft: a missing measurement
+becomes ``None``/unknown, never 0.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from pairlab.adapters.paths import catalog_dir
+from pairlab.adapters.profiles import load_named_profile
+from pairlab.core.schemas.catalog import LoadedSuite, load_suite
+from pairlab.core.schemas.profile import RunnerProfile
+from pairlab.core.schemas.quota import QuotaObservation
+from pairlab.core.schemas.usage import UsageVector
+
+FINAL_ANSWER = re.compile(r"^FINAL ANSWER:\s?(.*)$", re.MULTILINE)
+LEDGER_ROWS_FILE = "mcp-ledger.jsonl"
+
+
+def load_eval_inputs(suite_id: str, profile_name: str) -> tuple[LoadedSuite, RunnerProfile]:
+    return load_suite(catalog_dir(), suite_id), load_named_profile(profile_name)
+
+
+def sim_account_dir(work_dir: Path, profile: RunnerProfile) -> Path | None:
+    """The simulated subscription account shared by the episodes (sim quota probe only)."""
+    if profile.quota.probe != "sim":
+        return None
+    path = (work_dir / "sim-account").resolve()
+    path.mkdir(parents=True, exist_ok=True)
+    return path
+
+
+def snapshot_quota(profile: RunnerProfile, account_dir: Path | None) -> list[QuotaObservation]:
+    from pairlab.adapters.quota import make_probe
+
+    options: dict[str, object] = dict(profile.quota.options)
+    if account_dir is not None:
+        options.setdefault("account_dir", str(account_dir))
+    return make_probe(profile.quota.probe, **options).snapshot()
+
+
+@dataclass
+class EpisodeUsage:
+    vector: UsageVector | None
+    api_calls: int | None
+    cli_version: str | None
+    session_id: str | None
+    primary_model: str | None
+    provider_reported_cost_usd: float | None
+    provenance: dict[str, int] = field(default_factory=dict)
+    files: list[str] = field(default_factory=list)
+
+    def provenance_counts(self) -> dict[str, int] | None:
+        return dict(self.provenance) or None
+
+
+def usage_files(profile: RunnerProfile, collected_dir: Path) -> list[Path]:
+    """Collected files matching the profile's usage globs (relative to the episode HOME)."""
+    home = collected_dir / "home"
+    found = []
+    for path in sorted(collected_dir.rglob("*")):
+        if not path.is_file():
+            continue
+        rel = path.relative_to(home).as_posix() if path.is_relative_to(home) else None
+        if rel is not None and any(fnmatch.fnmatch(rel, pat) for pat in profile.usage.paths):
+            found.append(path)
+    return found
+
+
+def read_episode_usage(profile: RunnerProfile, collected_dir: Path) -> EpisodeUsage:
+    from pairlab.adapters.usage import read_usage
+
+    files = usage_files(profile, collected_dir)
+    if not files:
+        return EpisodeUsage(None, None, None, None, None, None, {"no-usage-files": 1}, [])
+    report = read_usage(profile.usage.reader, files)
+    by_calls = sorted(report.by_model.items(), key=lambda kv: -(kv[1].api_calls or 0))
+    return EpisodeUsage(
+        vector=None if report.vector.is_empty() else report.vector,
+        api_calls=report.api_calls,
+        cli_version=report.cli_version,
+        session_id=report.session_id,
+        primary_model=by_calls[0][0] if by_calls else None,
+        provider_reported_cost_usd=report.provider_reported_cost_usd,
+        provenance=dict(report.provenance),
+        files=[str(f) for f in files],
+    )
+
+
+def ingest_ledger(collected_dir: Path, episode_dir: Path) -> dict[str, int | None] | None:
+    """Ingest the MCP measurement rows the client wrote into ``<episode>/ledger.db``."""
+    rows = sorted(collected_dir.rglob(LEDGER_ROWS_FILE))
+    if not rows:
+        return None
+    from pairlab.adapters.ledger_db import ingest_jsonl, ledger_totals
+
+    db = episode_dir / "ledger.db"
+    for path in rows:
+        ingest_jsonl(db, path)
+    return ledger_totals(db)
+
+
+def extract_final_answer(stdout: str) -> str | None:
+    matches = FINAL_ANSWER.findall(stdout)
+    return matches[-1].strip() if matches else None

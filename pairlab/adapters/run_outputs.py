@@ -1,0 +1,139 @@
+"""Writing a run's outputs (DESIGN 11 layout) and handing them to the store.
+
+``episodes.jsonl`` (transcripts only when the run asked for them; hashes always),
+``episodes.parquet``, ``effects.parquet``, ``report.md``, ``report.json`` and
+``forest.png``; ``manifest.json`` is written last by the publisher.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import polars as pl
+
+from pairlab.adapters.forest_plot import write_forest_plot
+from pairlab.adapters.rundir import RunDir
+from pairlab.core.report import build_report_json, render_report_markdown
+from pairlab.core.schemas.episode import EpisodeRecord
+
+_NESTED = ("graderChecks", "quotaBefore", "quotaAfter", "usageProvenance", "ledger", "transcript", "findingIds", "shadowFindingIds")
+
+EFFECTS_SCHEMA = {
+    "client": pl.String,
+    "clientVersion": pl.String,
+    "model": pl.String,
+    "modelVersion": pl.String,
+    "taskId": pl.String,
+    "stratum": pl.String,
+    "status": pl.String,
+    "pairs": pl.Int64,
+    "treatment": pl.String,
+    "control": pl.String,
+    "metric": pl.String,
+    "estimate": pl.Float64,
+    "ciLow": pl.Float64,
+    "ciHigh": pl.Float64,
+    "n": pl.Int64,
+    "excludedNull": pl.Int64,
+    "win": pl.Boolean,
+}
+
+
+def episodes_table(records: Sequence[EpisodeRecord]) -> pl.DataFrame:
+    """Flat episode table: nested fields as JSON strings, nulls kept."""
+    rows = []
+    for record in records:
+        row = record.model_dump(mode="json", by_alias=True)
+        for key in _NESTED:
+            row[key] = None if row.get(key) is None else json.dumps(row[key], sort_keys=True)
+        rows.append(row)
+    if not rows:
+        return pl.DataFrame()
+    return pl.DataFrame(rows, infer_schema_length=None)
+
+
+def effects_table(analysis: dict[str, Any]) -> pl.DataFrame:
+    rows = []
+    for cohort in analysis.get("cohorts", []):
+        key = cohort.get("key", {})
+        for effect in cohort.get("effects", []):
+            rows.append(
+                {
+                    **{k: key.get(k) for k in ("client", "clientVersion", "model", "modelVersion", "taskId", "stratum")},
+                    "status": cohort.get("status"),
+                    "pairs": cohort.get("pairs"),
+                    **{k: effect.get(k) for k in ("treatment", "control", "metric", "estimate", "ciLow", "ciHigh", "n", "excludedNull", "win")},
+                }
+            )
+    return pl.DataFrame(rows, schema=EFFECTS_SCHEMA)
+
+
+def write_run_outputs(
+    run_dir: RunDir,
+    records: Sequence[EpisodeRecord],
+    planned_ids: Sequence[str],
+    analysis: dict[str, Any],
+    params: Any,
+    profile: Any,
+    schedule: Any,
+) -> dict[str, Any]:
+    episodes_path = run_dir.write_episodes_jsonl(records, planned_ids)
+    episodes_table(records).write_parquet(run_dir.path / "episodes.parquet")
+    effects = effects_table(analysis)
+    effects.write_parquet(run_dir.path / "effects.parquet")
+    catalog_versions = sorted({r.price_catalog_version for r in records if r.price_catalog_version})
+    meta = {
+        "run_id": run_dir.run_id,
+        "suite": params.suite,
+        "profile": params.profile,
+        "backend": params.backend,
+        "arms": list(params.arms),
+        "repetitions": params.repetitions,
+        "seed": schedule.seed,
+        "episodes": len(records),
+        "failed": sum(1 for r in records if not r.success),
+        "excluded": sum(1 for r in records if r.excluded),
+        "min_pairs": params.min_pairs,
+        "client": profile.client,
+        "price_catalog_version": catalog_versions[-1] if catalog_versions else None,
+        "include_transcript": params.include_transcript,
+    }
+    markdown = render_report_markdown(meta, analysis)
+    report_md = run_dir.write_text("report.md", markdown)
+    report_json = run_dir.write_json("report.json", build_report_json(meta, analysis))
+    forest = write_forest_plot(analysis, run_dir.path / "forest.png", title=f"run {run_dir.run_id}")
+    table_rows = [
+        {k: (round(v, 2) if isinstance(v, float) else v) for k, v in row.items()}
+        for row in effects.filter(pl.col("metric") == "totalTokens").to_dicts()
+    ] or [{"status": c.get("status"), "pairs": c.get("pairs"), **c.get("key", {})} for c in analysis.get("cohorts", [])]
+    return {
+        "episodes_jsonl": str(episodes_path),
+        "report_md": str(report_md),
+        "report_json": str(report_json),
+        "forest_png": str(forest),
+        "markdown": markdown,
+        "table_rows": table_rows,
+    }
+
+
+def published_location(store: str, run_id: str, name: str) -> str:
+    if store.startswith("s3://"):
+        return f"{store.rstrip('/')}/runs/{run_id}/{name}"
+    base = store[len("file://") :] if store.startswith("file://") else store
+    return str(Path(base).resolve() / "runs" / run_id / name)
+
+
+def publish_outputs(run_path: Path, store: str, on_secret: str) -> dict[str, Any]:
+    from pairlab.adapters.publish import publish_run
+    from pairlab.adapters.store import open_store
+
+    manifest = publish_run(Path(run_path), open_store(store), policy=on_secret)  # type: ignore[arg-type]
+    dumped = manifest.model_dump(mode="json") if hasattr(manifest, "model_dump") else dict(manifest)
+    return {
+        "objects": len(dumped.get("objects", [])),
+        "redaction": dumped.get("redaction"),
+        "location": published_location(store, Path(run_path).name, ""),
+    }

@@ -1,0 +1,139 @@
+"""Building the episode record (schema v2) from what one episode produced.
+
+Pure: the caller gathers the outcome, usage, checks and quota snapshots; this
+module only decides what goes into the record. Missing measurements stay
+``None``; transcripts are attached only when asked for, hashes always.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Sequence
+from datetime import datetime
+
+from pairlab.core.schemas.episode import EpisodeRecord, GraderCheck, Transcript, usage_fields
+from pairlab.core.schemas.quota import QuotaObservation
+from pairlab.core.schemas.usage import UsageVector
+
+
+def sha256_text(text: str | None) -> str | None:
+    if text is None:
+        return None
+    return hashlib.sha256(text.encode("utf-8", "surrogateescape")).hexdigest()
+
+
+def is_correct(checks: Sequence[GraderCheck]) -> bool | None:
+    """Correct only when every check passed; unknown when a check could not run."""
+    if not checks:
+        return None
+    if any(c.passed is False for c in checks):
+        return False
+    if any(c.passed is None for c in checks):
+        return None
+    return True
+
+
+def exclusion_for(
+    *, started: bool, checks: Sequence[GraderCheck], rules: Sequence[str]
+) -> str | None:
+    """Apply the suite's pre-registered exclusion rules; returns the rule kind or None."""
+    if not started and "infrastructure-failure-before-start" in rules:
+        return "infrastructure-failure-before-start"
+    if any(c.passed is None for c in checks) and "grader-infrastructure-error" in rules:
+        return "grader-infrastructure-error"
+    return None
+
+
+def build_episode_record(
+    *,
+    run_id: str,
+    episode_id: str,
+    pair_id: str,
+    task_id: str,
+    arm: str,
+    repetition: int,
+    order: int,
+    stratum: str | None,
+    client: str,
+    client_version: str | None,
+    model: str | None,
+    model_version: str | None,
+    session_id: str | None,
+    backend: str,
+    started_at: datetime | None,
+    ended_at: datetime | None,
+    exit_code: int | None,
+    timed_out: bool,
+    latency_ms: float | None,
+    prompt: str,
+    stdout: str,
+    stderr: str,
+    include_transcript: bool,
+    usage: UsageVector | None,
+    api_calls: int | None,
+    usage_provenance: dict[str, int] | None,
+    checks: Sequence[GraderCheck],
+    exclusion: str | None,
+    quota_before: list[QuotaObservation] | None,
+    quota_after: list[QuotaObservation] | None,
+    tool_calls: int | None = None,
+    join_method: str | None = None,
+    tool_call_id: str | None = None,
+    delivered_tokens: int | None = None,
+    cost_usd: float | None = None,
+    api_list_price_usd: float | None = None,
+    price_catalog_version: str | None = None,
+    ledger: dict[str, int | None] | None = None,
+) -> EpisodeRecord:
+    vector = usage or UsageVector()
+    correct = is_correct(checks)
+    fields = usage_fields(vector)
+    return EpisodeRecord(
+        episode_id=episode_id,
+        session_id=session_id,
+        tool_call_id=tool_call_id,
+        client=client,
+        client_version=client_version,
+        model=model,
+        model_version=model_version,
+        task_id=task_id,
+        pair_id=pair_id,
+        arm=arm,
+        delivered_tokens=delivered_tokens,
+        success=None if exit_code is None else (exit_code == 0 and not timed_out),
+        correct=correct,
+        latency_ms=latency_ms,
+        cost_usd=cost_usd,
+        run_id=run_id,
+        repetition=repetition,
+        order=order,
+        stratum=stratum,
+        started_at=started_at,
+        ended_at=ended_at,
+        exit_code=exit_code,
+        timed_out=timed_out,
+        excluded=exclusion is not None,
+        excluded_reason=exclusion,
+        grader_checks=list(checks),
+        tool_calls=tool_calls,
+        api_calls=api_calls,
+        prompt_sha256=sha256_text(prompt),
+        stdout_sha256=sha256_text(stdout),
+        stderr_sha256=sha256_text(stderr),
+        usage_provenance=usage_provenance,
+        join_method=join_method,  # type: ignore[arg-type]
+        quota_before=quota_before,
+        quota_after=quota_after,
+        price_catalog_version=price_catalog_version,
+        api_list_price_usd=api_list_price_usd,
+        ledger=ledger,
+        backend=backend,
+        transcript=Transcript(prompt=prompt, stdout=stdout, stderr=stderr)
+        if include_transcript
+        else None,
+        **fields,
+    )
+
+
+def without_transcript(record: EpisodeRecord) -> EpisodeRecord:
+    return record.model_copy(update={"transcript": None})
