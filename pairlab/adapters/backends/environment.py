@@ -1,0 +1,151 @@
+"""The episode's command line, environment and HOME seeding, shared by every backend.
+
+Both backends build the agent's argv and environment here so the local and
+Docker paths cannot drift apart. The environment is built from nothing: the
+allowlisted host variables, the profile's static env, the treatment env (treated
+arms only), the pairlab identity variables and the declared secrets -- never the
+whole parent environment.
+
+Precedence (later wins): fresh HOME and client config dirs < allowlisted host
+variables < profile.env < treatment.env < spec.extra_env < pairlab identity
+variables. A profile that allowlists ``HOME`` (or a config dir) therefore hands
+the agent the host's config: the backend does what the profile says, and the
+isolation probe of ``pairlab certify`` is what catches such a profile.
+"""
+
+from __future__ import annotations
+
+import re
+import shutil
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+from pairlab.adapters.backends.base import EpisodeSpec
+from pairlab.core.errors import ExecutionError, ReasonCode
+
+_PLACEHOLDER = re.compile(r"\{(prompt|workspace|arm|taskId|pairId|model)\}")
+
+# Config dirs every client reads, pointed into the fresh HOME (CLIENTS.md).
+CLIENT_CONFIG_SUBDIRS = (".claude", ".codex", ".gemini")
+
+
+@dataclass(frozen=True)
+class EpisodePaths:
+    """Paths as the agent sees them (host paths locally, container paths in Docker)."""
+
+    workspace_root: str
+    workdir: str
+    home: str
+    graph: str
+    state: str
+    solution: str | None
+    account: str | None
+
+
+def build_argv(spec: EpisodeSpec, workdir: str) -> list[str]:
+    """command + arm args + args with placeholders filled in one pass.
+
+    Arm args come before ``args`` (which carry ``{prompt}``). With no model, a
+    part holding ``{model}`` is dropped together with the option flag before it
+    (``--model {model}`` disappears rather than passing an empty model).
+    """
+    profile = spec.profile
+    if spec.arm not in profile.arm_args:
+        raise ExecutionError(
+            f"profile '{profile.client}' has no arm_args for arm '{spec.arm}'",
+            reason=ReasonCode.INVALID_PROFILE,
+        )
+    parts = [*profile.command, *profile.arm_args[spec.arm], *profile.args]
+    if spec.model is None:
+        kept: list[str] = []
+        for part in parts:
+            if "{model}" in part:
+                if kept and kept[-1].startswith("-") and "=" not in kept[-1]:
+                    kept.pop()
+                continue
+            kept.append(part)
+        parts = kept
+    values = {
+        "prompt": spec.prompt,
+        "workspace": workdir,
+        "arm": spec.arm,
+        "taskId": spec.task_id,
+        "pairId": spec.pair_id,
+        "model": spec.model or "",
+    }
+    return [_PLACEHOLDER.sub(lambda m: values[m.group(1)], part) for part in parts]
+
+
+def build_env(
+    spec: EpisodeSpec,
+    paths: EpisodePaths,
+    host_env: Mapping[str, str],
+    *,
+    skip_host: frozenset[str] = frozenset(),
+) -> tuple[dict[str, str], dict[str, str]]:
+    """Return ``(recorded_env, secret_env)``; only the first may ever be written anywhere."""
+    profile = spec.profile
+    env: dict[str, str] = {
+        "HOME": paths.home,
+        "CLAUDE_CONFIG_DIR": f"{paths.home}/.claude",
+        "CODEX_HOME": f"{paths.home}/.codex",
+        "GEMINI_CLI_HOME": paths.home,
+    }
+    for name in profile.env_allowlist:
+        if name in host_env and name not in skip_host and name not in profile.secrets:
+            env[name] = host_env[name]
+    env.update(profile.env)
+    if spec.is_treated:
+        env.update(profile.treatment.env)
+    env.update(spec.extra_env)
+    env.update(
+        {
+            "TOKEN_OPTIMIZER_EXPERIMENT_ARM": spec.arm,
+            "PAIRLAB_RUN_ID": spec.run_id,
+            "PAIRLAB_EPISODE_ID": spec.episode_id,
+            "PAIRLAB_PAIR_ID": spec.pair_id,
+            "PAIRLAB_TASK_ID": spec.task_id,
+            "PAIRLAB_SEED": str(spec.seed),
+            "PAIRLAB_GRAPH_DIR": paths.graph,
+            "PAIRLAB_STATE_DIR": paths.state,
+            "PAIRLAB_WORKSPACE": paths.workdir,
+            "PAIRLAB_WORKSPACE_ROOT": paths.workspace_root,
+        }
+    )
+    if spec.model is not None:
+        env["PAIRLAB_MODEL"] = spec.model
+    if paths.solution is not None:
+        env["PAIRLAB_TASK_SOLUTION"] = paths.solution
+    if paths.account is not None:
+        env["PAIRLAB_SIM_ACCOUNT_DIR"] = paths.account
+    secrets = {name: host_env[name] for name in profile.secrets if name in host_env}
+    return env, secrets
+
+
+def workspace_subdir(spec: EpisodeSpec) -> str:
+    """The task's working directory relative to the workspace root, validated."""
+    sub = Path(spec.workspace_subdir)
+    if sub.is_absolute() or ".." in sub.parts:
+        raise ExecutionError(
+            f"workspace '{spec.workspace_subdir}' must be a relative path inside the fixture",
+            reason=ReasonCode.INVALID_CATALOG,
+        )
+    return sub.as_posix()
+
+
+def seed_home(spec: EpisodeSpec, home: Path) -> None:
+    """Create the client config dirs; treated arms also get the profile's home seed."""
+    for sub in CLIENT_CONFIG_SUBDIRS:
+        (home / sub).mkdir(parents=True, exist_ok=True)
+    seed = spec.profile.treatment.home_seed
+    if not spec.is_treated or seed is None:
+        return
+    seed_dir = Path(seed)
+    if not seed_dir.is_absolute() or not seed_dir.is_dir():
+        raise ExecutionError(
+            f"treatment.home_seed '{seed}' is not an existing absolute directory "
+            "(load profiles with pairlab.adapters.profiles, which resolves it)",
+            reason=ReasonCode.INVALID_PROFILE,
+        )
+    shutil.copytree(seed_dir, home, symlinks=True, dirs_exist_ok=True)
