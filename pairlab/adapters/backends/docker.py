@@ -175,14 +175,17 @@ class DockerBackend:
         client: Any = None,
         host_env: Mapping[str, str] | None = None,
         user: tuple[int, int] = DEFAULT_USER,
+        run_id: str | None = None,
         active_run_ids: Set[str] = frozenset(),
         clean_orphans: bool = True,
     ) -> None:
         self.client = client if client is not None else connect()
         self.host_env = dict(os.environ if host_env is None else host_env)
         self.user = user
+        # the run this backend serves is active by definition: never an orphan
+        active = {*active_run_ids, *([run_id] if run_id else [])}
         if clean_orphans:
-            cleanup_orphans(self.client, active_run_ids)
+            cleanup_orphans(self.client, active)
 
     # -- prepare ---------------------------------------------------------------
 

@@ -88,14 +88,17 @@ class LocalBackend:
         *,
         base_dir: Path | None = None,
         host_env: Mapping[str, str] | None = None,
+        run_id: str | None = None,
         active_run_ids: Set[str] = frozenset(),
         clean_orphans: bool = True,
     ) -> None:
         self.base_dir = base_dir or default_base_dir()
         self.base_dir.mkdir(parents=True, exist_ok=True)
         self.host_env = dict(os.environ if host_env is None else host_env)
+        # the run this backend serves is active by definition: never an orphan
+        active = {*active_run_ids, *([run_id] if run_id else [])}
         if clean_orphans:
-            cleanup_local_orphans(self.base_dir, active_run_ids)
+            cleanup_local_orphans(self.base_dir, active)
 
     def _path_var(self, env: dict[str, str]) -> str:
         venv_bin = str(Path(sys.executable).parent)
