@@ -1,0 +1,149 @@
+"""Reading published runs back: list them with their status, pull one with verification.
+
+``pull_run`` trusts only the manifest: every object is downloaded to a ``.part``
+file, its SHA-256 and size checked against the manifest, then renamed into
+place; objects already present locally with the right hash are skipped, so an
+interrupted pull resumes. A run without a manifest is incomplete and is refused
+(``PublishError``, reason ``RUN_INCOMPLETE``); a hash mismatch is refused
+naming the object (reason ``INTEGRITY_FAILED``). The manifest is written last.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+from pairlab.adapters.store.base import Store, sha256_file
+from pairlab.core.errors import InvalidInputError, PublishError, ReasonCode
+from pairlab.core.manifest import (
+    MANIFEST_NAME,
+    RUNS_PREFIX,
+    Manifest,
+    RunListing,
+    parse_manifest,
+    run_object_key,
+    run_prefix,
+    summarise_run,
+    validate_run_id,
+)
+
+
+@dataclass(frozen=True)
+class PullOutcome:
+    manifest: Manifest
+    dest: Path
+    downloaded: list[str]
+    skipped: list[str]
+
+    def to_json(self) -> dict[str, object]:
+        return {
+            "run_id": self.manifest.run_id,
+            "dest": str(self.dest),
+            "status": "complete",
+            "objects": len(self.manifest.objects),
+            "downloaded": len(self.downloaded),
+            "skipped": len(self.skipped),
+            "kind": self.manifest.kind,
+            "verdict": self.manifest.verdict,
+        }
+
+
+def split_run_url(url: str) -> tuple[str, str]:
+    """``<store url>/runs/<run_id>`` -> (store url, run id)."""
+    trimmed = url.rstrip("/")
+    if trimmed.startswith(RUNS_PREFIX):
+        trimmed = "./" + trimmed
+    store_url, sep, run_id = trimmed.rpartition("/" + RUNS_PREFIX)
+    if not sep or not store_url or not run_id or "/" in run_id:
+        raise InvalidInputError(
+            f"{url}: expected <store>/runs/<run_id> (e.g. s3://bucket/prefix/runs/RUN)",
+            reason=ReasonCode.INVALID_INPUT,
+        )
+    return store_url, validate_run_id(run_id)
+
+
+def read_manifest(store: Store, run_id: str) -> Manifest | None:
+    found = _read_manifest_bytes(store, run_id)
+    return None if found is None else found[0]
+
+
+def _read_manifest_bytes(store: Store, run_id: str) -> tuple[Manifest, bytes] | None:
+    key = run_object_key(run_id, MANIFEST_NAME)
+    data = store.get_bytes(key)
+    return None if data is None else (parse_manifest(data, f"{store.url}/{key}"), data)
+
+
+def list_runs(store: Store) -> list[RunListing]:
+    rows: list[RunListing] = []
+    for run_id in store.list_children(RUNS_PREFIX):
+        try:
+            validate_run_id(run_id)
+        except InvalidInputError:
+            continue  # not a run directory of ours
+        prefix = run_prefix(run_id)
+        infos = list(store.list_objects(prefix))
+        present = [info.key[len(prefix) :] for info in infos]
+        latest = max((i.last_modified for i in infos if i.last_modified), default=None)
+        try:
+            manifest = read_manifest(store, run_id)
+        except InvalidInputError:
+            manifest = None  # unreadable manifest: shown as incomplete
+        rows.append(summarise_run(run_id, manifest, present, latest))
+    return rows
+
+
+def pull_run(store: Store, run_id: str, dest: Path) -> PullOutcome:
+    found = _read_manifest_bytes(store, run_id)
+    if found is None:
+        raise PublishError(
+            f"run {run_id} in {store.url} is incomplete (no manifest): refusing to pull it",
+            reason=ReasonCode.RUN_INCOMPLETE,
+        )
+    manifest, manifest_bytes = found
+    if manifest.run_id != run_id:
+        raise PublishError(
+            f"{store.url}/{run_prefix(run_id)}{MANIFEST_NAME} names run {manifest.run_id!r}",
+            reason=ReasonCode.INTEGRITY_FAILED,
+        )
+    dest.mkdir(parents=True, exist_ok=True)
+    downloaded: list[str] = []
+    skipped: list[str] = []
+    for obj in manifest.objects:
+        target = dest.joinpath(*obj.key.split("/"))
+        if (
+            target.is_file()
+            and target.stat().st_size == obj.size
+            and sha256_file(target) == obj.sha256
+        ):
+            skipped.append(obj.key)
+            continue
+        target.parent.mkdir(parents=True, exist_ok=True)
+        part = target.with_name(target.name + ".part")
+        try:
+            store.download(run_object_key(run_id, obj.key), part)
+        except PublishError as exc:
+            part.unlink(missing_ok=True)
+            if exc.reason != ReasonCode.NOT_FOUND:
+                raise
+            raise PublishError(
+                f"run {run_id} in {store.url} is incomplete: {obj.key} is listed in the "
+                "manifest but missing from the store",
+                reason=ReasonCode.RUN_INCOMPLETE,
+            ) from exc
+        actual = sha256_file(part)
+        size = part.stat().st_size
+        if actual != obj.sha256 or size != obj.size:
+            part.unlink(missing_ok=True)
+            raise PublishError(
+                f"integrity check failed for {obj.key} in run {run_id}: expected sha256 "
+                f"{obj.sha256} ({obj.size} bytes), got {actual} ({size} bytes)",
+                reason=ReasonCode.INTEGRITY_FAILED,
+            )
+        os.replace(part, target)
+        downloaded.append(obj.key)
+    manifest_path = dest / MANIFEST_NAME
+    part = manifest_path.with_name(MANIFEST_NAME + ".part")
+    part.write_bytes(manifest_bytes)
+    os.replace(part, manifest_path)
+    return PullOutcome(manifest=manifest, dest=dest, downloaded=downloaded, skipped=skipped)
