@@ -1,0 +1,34 @@
+"""Statistics for paired evaluations: bootstrap intervals, proportions, seeds.
+
+Pure NumPy/SciPy; no knowledge of episodes or cohorts (that is
+:mod:`pairlab.core.cohorts`).
+"""
+
+from pairlab.core.stats.bootstrap import (
+    DEFAULT_CONFIDENCE,
+    DEFAULT_RESAMPLES,
+    MeanIntervals,
+    bootstrap_mean_intervals,
+    draw_resample_counts,
+)
+from pairlab.core.stats.proportions import (
+    mcnemar_exact_p,
+    newcombe_paired_interval,
+    wilson_interval,
+    z_value,
+)
+from pairlab.core.stats.seeds import derive_seed, make_rng
+
+__all__ = [
+    "DEFAULT_CONFIDENCE",
+    "DEFAULT_RESAMPLES",
+    "MeanIntervals",
+    "bootstrap_mean_intervals",
+    "derive_seed",
+    "draw_resample_counts",
+    "make_rng",
+    "mcnemar_exact_p",
+    "newcombe_paired_interval",
+    "wilson_interval",
+    "z_value",
+]
