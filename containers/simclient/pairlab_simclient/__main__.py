@@ -1,0 +1,7 @@
+"""``python3 -m pairlab_simclient``."""
+
+import sys
+
+from pairlab_simclient import main
+
+sys.exit(main())
