@@ -1,0 +1,33 @@
+"""The offline verdict on a version-1 paired comparison artifact (DESIGN 9).
+
+    judge_file(path) / judge_artifact_bytes(data) -> VerdictReport
+    VerdictReport.exit_code (0 supported, 1 rejected, 2 inconclusive), .to_json()
+
+Modules: artifact (strict models), loading (bytes → artifact or reason codes),
+structure, comparability, quality, latency, tokens, quota (one concern each),
+engine (pair and overall verdicts), report (JSON and text), reasons (the codes).
+The evaluator only reports: it never kills workers, switches models or rolls back.
+"""
+
+from __future__ import annotations
+
+from pairlab.core.verdict.artifact import MAX_ARTIFACT_BYTES, MAX_PAIRS, Artifact
+from pairlab.core.verdict.engine import judge_artifact, judge_artifact_bytes, judge_file
+from pairlab.core.verdict.outcome import Verdict
+from pairlab.core.verdict.reasons import VerdictReason
+from pairlab.core.verdict.report import CLAIM_SCOPE, PairVerdict, VerdictReport, render_text
+
+__all__ = [
+    "CLAIM_SCOPE",
+    "MAX_ARTIFACT_BYTES",
+    "MAX_PAIRS",
+    "Artifact",
+    "PairVerdict",
+    "Verdict",
+    "VerdictReason",
+    "VerdictReport",
+    "judge_artifact",
+    "judge_artifact_bytes",
+    "judge_file",
+    "render_text",
+]
