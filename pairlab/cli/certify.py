@@ -1,9 +1,49 @@
-"""Placeholder: this command group is filled in by its issue."""
+"""``pairlab certify``: check every runner profile without a model (DESIGN 8).
+
+Exit 0 when no profile failed (profiles whose CLI cannot run here are
+``not-live-certified``, which is not a pass and not a failure), 1 on any failure.
+"""
 
 from __future__ import annotations
 
+from pathlib import Path
+from typing import Annotated
+
 import typer
+
+from pairlab.cli.output import emit_json
 
 
 def register(app: typer.Typer) -> None:
-    del app
+    @app.command("certify")
+    def certify(
+        json_out: Annotated[bool, typer.Option("--json", help="print the report as JSON")] = False,
+        profile: Annotated[
+            str | None, typer.Option("--profile", help="certify only this profile (file stem)")
+        ] = None,
+        backend: Annotated[
+            str, typer.Option("--backend", help="local | docker (where the probe episodes run)")
+        ] = "local",
+        profiles_dir: Annotated[
+            Path | None,
+            typer.Option(
+                "--profiles-dir", help="runner profiles directory (default runner_profiles/)"
+            ),
+        ] = None,
+    ) -> None:
+        """Validate runner profiles, record CLI versions, and run the isolation probe."""
+        from pairlab.adapters.certify import certify_profiles
+
+        report = certify_profiles(backend_name=backend, only=profile, directory=profiles_dir)
+        if json_out:
+            emit_json(report.to_json())
+        else:
+            for result in report.profiles:
+                typer.echo(
+                    f"{result.profile} ({result.client} {result.version or '?'}): {result.status}"
+                )
+                for check in result.checks:
+                    mark = "ok  " if check.passed else "FAIL"
+                    typer.echo(f"  {mark} {check.name}: {check.detail}")
+            typer.echo("certify: " + ("passed" if report.passed else "FAILED"))
+        raise typer.Exit(0 if report.passed else 1)

@@ -85,6 +85,17 @@ def docker_available() -> bool:
     return True
 
 
+def image_present(image: str, client: Any = None) -> str | None:
+    """The local image id of ``image``, or None when it is not present (no pulls: no registry)."""
+    docker_client = client if client is not None else connect()
+    try:
+        return str(docker_client.images.get(image).id)
+    except docker.errors.ImageNotFound:
+        return None
+    except docker.errors.DockerException as exc:
+        raise ExecutionError(f"image {image}: {exc}") from exc
+
+
 def _call(what: str, fn: Callable[[], T]) -> T:
     try:
         return fn()
