@@ -1,9 +1,80 @@
-"""Placeholder: this command group is filled in by its issue."""
+"""`pairlab aggregate EPISODES.jsonl`: paired cohort effects of an episode log.
+
+Every line is parsed and validated (a malformed line is an error naming its line
+number, exit 2; nothing is skipped). The run id that seeds the bootstrap is
+``--run-id``, else the records' ``runId`` when they share one, else the file's
+name, so the same file always gives the same intervals.
+"""
 
 from __future__ import annotations
 
+from pathlib import Path
+from typing import Annotated
+
 import typer
+
+from pairlab.cli.output import emit_json
+from pairlab.core.cohorts import analyse_cohorts, render_cohort_table, resolve_min_pairs
+from pairlab.core.errors import InvalidInputError, ReasonCode
+from pairlab.core.schemas.episode import EpisodeRecord, iter_episode_lines
+
+
+def read_episode_log(path: Path) -> list[EpisodeRecord]:
+    try:
+        with path.open(encoding="utf-8") as handle:
+            return list(iter_episode_lines(iter(handle), source=str(path)))
+    except FileNotFoundError as exc:
+        raise InvalidInputError(f"{path}: no such file", reason=ReasonCode.NOT_FOUND) from exc
+    except (OSError, UnicodeDecodeError) as exc:
+        raise InvalidInputError(
+            f"{path}: cannot read ({exc})", reason=ReasonCode.INPUT_READ_FAILED
+        ) from exc
+
+
+def choose_run_id(explicit: str | None, records: list[EpisodeRecord], path: Path) -> str:
+    if explicit:
+        return explicit
+    run_ids = {r.run_id for r in records}
+    if len(run_ids) == 1 and None not in run_ids:
+        return str(next(iter(run_ids)))
+    return path.name
 
 
 def register(app: typer.Typer) -> None:
-    del app
+    @app.command("aggregate")
+    def aggregate(
+        episodes: Annotated[Path, typer.Argument(help="episode log (JSON lines, schema v2)")],
+        min_pairs: Annotated[
+            int | None,
+            typer.Option(
+                "--min-pairs",
+                help="pairs a cohort needs before it may claim an effect "
+                "(default: $TOKEN_OPTIMIZER_EVAL_MIN_PAIRS, else 5; at least 2)",
+            ),
+        ] = None,
+        run_id: Annotated[
+            str | None,
+            typer.Option("--run-id", help="run id that seeds the bootstrap"),
+        ] = None,
+        resamples: Annotated[
+            int, typer.Option("--resamples", help="bootstrap resamples per interval")
+        ] = 10_000,
+        bca: Annotated[
+            bool, typer.Option("--bca", help="BCa intervals instead of percentile")
+        ] = False,
+        as_json: Annotated[bool, typer.Option("--json", help="print JSON")] = False,
+    ) -> None:
+        """Per-cohort paired effects with bootstrap intervals and correctness."""
+        gate = resolve_min_pairs(min_pairs)
+        records = read_episode_log(episodes)
+        analysis = analyse_cohorts(
+            records,
+            run_id=choose_run_id(run_id, records, episodes),
+            min_pairs=gate,
+            n_resamples=resamples,
+            method="bca" if bca else "percentile",
+        )
+        if as_json:
+            emit_json(analysis.to_json())
+        else:
+            typer.echo(render_cohort_table(analysis), nl=False)

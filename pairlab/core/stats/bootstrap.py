@@ -36,7 +36,7 @@ from typing import Literal
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
-from scipy import special
+from scipy import special  # type: ignore[import-untyped]  # no stubs locked (scipy-stubs)
 
 FloatArray = NDArray[np.float64]
 BoolArray = NDArray[np.bool_]

@@ -22,7 +22,7 @@ from typing import Any
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
-from scipy import special, stats
+from scipy import special, stats  # type: ignore[import-untyped]  # no stubs locked
 
 FloatArray = NDArray[np.float64]
 

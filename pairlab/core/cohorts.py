@@ -1,0 +1,504 @@
+"""Paired cohort analysis: episodes -> cohorts -> effects with bootstrap intervals.
+
+DESIGN 7. A *cohort* is the episodes that may be compared: same client, client
+version, model, model version, task and stratum. Missing versions/models form
+their own ``"unknown"`` cohort and are flagged; cohorts are never pooled.
+
+Within a cohort, episodes are paired by ``pairId``. Contrasts: every treated arm
+against ``baseline`` and the ladder optimizer -> retrieval -> full (retrieval vs
+optimizer, full vs retrieval), each only when both arms are present. The effect
+of a metric is the mean paired difference ``treatment - control`` (negative =
+fewer tokens / calls / ms / dollars). A pair with a null in that metric for
+either arm is left out of that metric and counted in ``excludedNull``; null is
+never read as 0. Episodes marked ``excluded`` (pre-registered rules) are left
+out and counted.
+
+Resampling and seeds (the determinism contract). Each cohort has one resample
+matrix of its pairs, sorted by ``pairId``, drawn from a generator seeded by
+``(run id, cohort key, "all-complete-metrics")``; every (contrast, metric)
+column observed in *all* of the cohort's pairs uses it, so one matrix product
+gives all of them (a joint bootstrap, see :mod:`pairlab.core.stats.bootstrap`).
+A column that has nulls (or missing arms) in some pairs resamples only its own
+pairs, from a generator seeded by ``(run id, cohort key, contrast, metric)``.
+So the metric enters the seed exactly when its sample differs from the
+cohort's; seeds never depend on values, row order or other cohorts, and
+cohorts are resampled in parallel threads without changing any result.
+
+The gate: a cohort needs ``min_pairs`` complete pairs (every arm of the cohort
+present and not excluded). Below it the cohort is ``"insufficient"``: its pair
+count, per-arm correctness (descriptive) and join coverage are reported, its
+``effects`` and paired correctness are empty lists (no claim). Inside a
+sufficient cohort, an effect with fewer than ``min_pairs`` non-null pairs
+reports its estimate with null interval bounds and is never a win.
+
+A win: the gate holds, the interval's high end is below zero (every metric
+here is lower-is-better), and correctness did not regress: on the pairs where
+both arms were graded, the treatment's correct rate is not below the
+control's; with no graded pair, non-regression is unproven and there is no win.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from itertools import pairwise
+from typing import Final
+
+import numpy as np
+import polars as pl
+
+from pairlab.core.cohort_report import (
+    KEY_COLUMNS,
+    METRICS,
+    CohortAnalysis,
+    Contrast,
+    effects_frame,
+    render_cohort_table,
+)
+from pairlab.core.errors import InvalidInputError, ReasonCode
+from pairlab.core.schemas.episode import ARMS, EpisodeRecord
+from pairlab.core.stats.bootstrap import Method, bootstrap_mean_intervals
+from pairlab.core.stats.seeds import make_rng
+
+__all__ = [
+    "FRAME_SCHEMA",
+    "KEY_COLUMNS",
+    "METRICS",
+    "CohortAnalysis",
+    "analyse_cohorts",
+    "effects_frame",
+    "episodes_frame",
+    "render_cohort_table",
+    "resolve_min_pairs",
+]
+
+MIN_PAIRS_ENV: Final = "TOKEN_OPTIMIZER_EVAL_MIN_PAIRS"
+DEFAULT_MIN_PAIRS: Final = 5
+UNKNOWN: Final = "unknown"
+DEFAULT_STRATUM: Final = "default"
+LADDER: Final = ("optimizer", "retrieval", "full")
+SHARED_SAMPLE: Final = "all-complete-metrics"
+
+# Record attribute -> frame column (camelCase, as on the wire).
+_METRIC_ATTRS: Final = {
+    "uncachedInputTokens": "uncached_input_tokens",
+    "cachedInputTokens": "cached_input_tokens",
+    "cacheWrite5mTokens": "cache_write5m_tokens",
+    "cacheWrite1hTokens": "cache_write1h_tokens",
+    "cacheWriteTokens": "cache_write_tokens",
+    "outputTokens": "output_tokens",
+    "reasoningTokens": "reasoning_tokens",
+    "totalTokens": "total_tokens",
+    "toolCalls": "tool_calls",
+    "latencyMs": "latency_ms",
+    "costUsd": "cost_usd",
+}
+_TEXT_ATTRS: Final = {
+    "episodeId": "episode_id",
+    "runId": "run_id",
+    "pairId": "pair_id",
+    "arm": "arm",
+    "client": "client",
+    "clientVersion": "client_version",
+    "model": "model",
+    "modelVersion": "model_version",
+    "taskId": "task_id",
+    "stratum": "stratum",
+    "excludedReason": "excluded_reason",
+    "joinMethod": "join_method",
+}
+FRAME_SCHEMA: Final[dict[str, pl.DataType]] = {
+    **{name: pl.String() for name in _TEXT_ATTRS},
+    "excluded": pl.Boolean(),
+    "correct": pl.Boolean(),
+    **{name: pl.Float64() for name in METRICS},
+}
+
+
+def resolve_min_pairs(value: int | None) -> int:
+    """The cohort gate: ``value``, else $TOKEN_OPTIMIZER_EVAL_MIN_PAIRS, else 5; < 2 is an error."""
+    source = "--min-pairs"
+    if value is None:
+        raw = os.environ.get(MIN_PAIRS_ENV)
+        if raw is None or raw.strip() == "":
+            return DEFAULT_MIN_PAIRS
+        source = MIN_PAIRS_ENV
+        try:
+            value = int(raw.strip())
+        except ValueError as exc:
+            raise InvalidInputError(
+                f"{MIN_PAIRS_ENV}={raw!r} is not an integer", reason=ReasonCode.INVALID_MIN_PAIRS
+            ) from exc
+    if value < 2:
+        raise InvalidInputError(
+            f"{source}={value}: a cohort gate needs at least 2 pairs",
+            reason=ReasonCode.INVALID_MIN_PAIRS,
+        )
+    return value
+
+
+def episodes_frame(records: Iterable[EpisodeRecord]) -> pl.DataFrame:
+    """The analysis columns of ``records`` as a frame with :data:`FRAME_SCHEMA` (nulls kept)."""
+    columns: dict[str, list[object]] = {name: [] for name in FRAME_SCHEMA}
+    for record in records:
+        for name, attr in _TEXT_ATTRS.items():
+            columns[name].append(getattr(record, attr))
+        columns["excluded"].append(record.excluded)
+        columns["correct"].append(record.correct)
+        for name, attr in _METRIC_ATTRS.items():
+            value = getattr(record, attr)
+            columns[name].append(None if value is None else float(value))
+    return pl.DataFrame(columns, schema=FRAME_SCHEMA)
+
+
+def _order_arms(arms: Iterable[str]) -> list[str]:
+    known = [a for a in ARMS if a in arms]
+    return known + sorted(set(arms) - set(ARMS))
+
+
+def _contrasts(arms: Sequence[str]) -> list[Contrast]:
+    found = [Contrast(arm, "baseline") for arm in arms if arm != "baseline" and "baseline" in arms]
+    for control, treatment in pairwise(LADDER):
+        if control in arms and treatment in arms:
+            found.append(Contrast(treatment, control))
+    return found
+
+
+def _col(metric: str, arm: str) -> str:
+    return f"{metric}@{arm}"
+
+
+def _diff(contrast: Contrast, metric: str) -> str:
+    return f"{contrast.treatment}-{contrast.control}:{metric}"
+
+
+def _check_frame(frame: pl.DataFrame) -> pl.DataFrame:
+    missing = [c for c in ("pairId", "arm", "client", "taskId") if c not in frame.columns]
+    if missing:
+        raise InvalidInputError(f"episode frame lacks columns {missing}")
+    filled = frame.with_columns(
+        [
+            pl.lit(None, dtype=dtype).alias(name)
+            for name, dtype in FRAME_SCHEMA.items()
+            if name not in frame.columns
+        ]
+    )
+    return filled.select([pl.col(name).cast(dtype) for name, dtype in FRAME_SCHEMA.items()])
+
+
+def _validate_settings(min_pairs: int, n_resamples: int, confidence: float, method: str) -> None:
+    if min_pairs < 2:
+        raise InvalidInputError(
+            f"min_pairs={min_pairs}: a cohort gate needs at least 2 pairs",
+            reason=ReasonCode.INVALID_MIN_PAIRS,
+        )
+    if n_resamples < 100:
+        raise InvalidInputError(f"n_resamples={n_resamples}: use at least 100 resamples")
+    if not 0.5 <= confidence < 1.0:
+        raise InvalidInputError(f"confidence={confidence}: must be in [0.5, 1)")
+    if method not in ("percentile", "bca"):
+        raise InvalidInputError(f"unknown bootstrap method {method!r} (percentile or bca)")
+
+
+def analyse_cohorts(
+    data: pl.DataFrame | Iterable[EpisodeRecord],
+    *,
+    run_id: str,
+    min_pairs: int,
+    n_resamples: int = 10_000,
+    confidence: float = 0.95,
+    method: Method = "percentile",
+    workers: int | None = None,
+) -> CohortAnalysis:
+    """Analyse every cohort of ``data`` (records, or a frame shaped like :func:`episodes_frame`)."""
+    _validate_settings(min_pairs, n_resamples, confidence, method)
+    frame = _check_frame(data if isinstance(data, pl.DataFrame) else episodes_frame(data))
+    key = list(KEY_COLUMNS)
+    base = frame.lazy().with_columns(
+        pl.col("clientVersion", "model", "modelVersion").fill_null(UNKNOWN),
+        pl.col("stratum").fill_null(DEFAULT_STRATUM),
+        pl.col("excluded").fill_null(False),
+    )
+    kept = base.filter(~pl.col("excluded"))
+    summary_q = (
+        base.group_by(key)
+        .agg(
+            pl.col("excluded").sum().alias("excluded"),
+            (~pl.col("excluded") & (pl.col("joinMethod") == "exact")).sum().alias("exact"),
+            (~pl.col("excluded") & (pl.col("joinMethod") == "fallback")).sum().alias("fallback"),
+            (~pl.col("excluded") & pl.col("joinMethod").is_null()).sum().alias("missing"),
+        )
+        .sort(key)
+    )
+    dup_q = kept.group_by([*key, "pairId", "arm"]).len().filter(pl.col("len") > 1).head(1)
+    arms_q = kept.select(pl.col("arm").unique())
+    summary, dups, arm_frame = pl.collect_all([summary_q, dup_q, arms_q])
+    if dups.height:
+        row = dups.row(0, named=True)
+        raise InvalidInputError(
+            f"pair {row['pairId']!r} has {row['len']} episodes for arm {row['arm']!r} in one cohort; "
+            "each arm runs once per pair (mark retried episodes excluded)",
+            reason=ReasonCode.MALFORMED_INPUT,
+        )
+    arms = _order_arms(arm_frame["arm"].to_list())
+    contrasts = _contrasts(arms)
+    wide = _pair_frame(kept, key, arms, contrasts).collect()
+    return _analyse_wide(
+        wide,
+        summary,
+        arms=arms,
+        contrasts=contrasts,
+        run_id=run_id,
+        min_pairs=min_pairs,
+        n_resamples=n_resamples,
+        confidence=confidence,
+        method=method,
+        workers=workers,
+    )
+
+
+def _pair_frame(
+    kept: pl.LazyFrame, key: list[str], arms: list[str], contrasts: list[Contrast]
+) -> pl.LazyFrame:
+    """One row per (cohort, pairId), arms joined side by side, diffs computed (lazy)."""
+    wide = kept.select([*key, "pairId"]).unique()
+    for arm in arms:
+        side = kept.filter(pl.col("arm") == arm).select(
+            *key,
+            "pairId",
+            pl.lit(True).alias(_col("present", arm)),
+            pl.col("correct").alias(_col("correct", arm)),
+            *[pl.col(m).alias(_col(m, arm)) for m in METRICS],
+        )
+        wide = wide.join(side, on=[*key, "pairId"], how="left")
+    present = [pl.col(_col("present", a)).fill_null(False) for a in arms]
+    cohort_has = [p.any().over(key) for p in present]
+    n_arms = pl.sum_horizontal([h.cast(pl.Int32) for h in cohort_has])
+    complete = pl.all_horizontal([p | ~h for p, h in zip(present, cohort_has, strict=True)]) & (
+        n_arms >= 2
+    )
+    diffs = [
+        (pl.col(_col(m, c.treatment)) - pl.col(_col(m, c.control))).alias(_diff(c, m))
+        for c in contrasts
+        for m in METRICS
+    ]
+    both = [
+        (present[arms.index(c.treatment)] & present[arms.index(c.control)]).alias(f"both:{c.label}")
+        for c in contrasts
+    ]
+    return (
+        wide.sort([*key, "pairId"])
+        .with_columns(
+            *diffs,
+            *both,
+            complete.alias("complete"),
+            *[p.alias(_col("present", a)) for p, a in zip(present, arms, strict=True)],
+        )
+        .with_columns(pl.concat_str(key, separator="\x1f").rle_id().alias("cohort"))
+    )
+
+
+def _analyse_wide(
+    wide: pl.DataFrame,
+    summary: pl.DataFrame,
+    *,
+    arms: list[str],
+    contrasts: list[Contrast],
+    run_id: str,
+    min_pairs: int,
+    n_resamples: int,
+    confidence: float,
+    method: Method,
+    workers: int | None,
+) -> CohortAnalysis:
+    key = list(KEY_COLUMNS)
+    n_c, n_m = len(contrasts), len(METRICS)
+    # Per-cohort aggregates in one polars pass.
+    aggs: list[pl.Expr] = [pl.len().alias("rows"), pl.col("complete").sum().alias("pairs")]
+    for a in arms:
+        graded = pl.col(_col("present", a)) & pl.col(_col("correct", a)).is_not_null()
+        aggs.append(graded.sum().alias(f"graded:{a}"))
+        aggs.append((graded & pl.col(_col("correct", a))).sum().alias(f"right:{a}"))
+        aggs.append(pl.col(_col("present", a)).any().alias(f"has:{a}"))
+    for c in contrasts:
+        ct, cc = pl.col(_col("correct", c.treatment)), pl.col(_col("correct", c.control))
+        both = pl.col(f"both:{c.label}") & ct.is_not_null() & cc.is_not_null()
+        for cell, expr in (("a", ct & cc), ("b", ct & ~cc), ("c", ~ct & cc), ("d", ~ct & ~cc)):
+            aggs.append((both & expr).sum().alias(f"{cell}:{c.label}"))
+        for m in METRICS:
+            d = pl.col(_diff(c, m))
+            aggs.append(d.is_not_null().sum().alias(f"n:{c.label}:{m}"))
+            aggs.append(
+                (pl.col(f"both:{c.label}") & d.is_null()).sum().alias(f"null:{c.label}:{m}")
+            )
+    per = wide.group_by("cohort", maintain_order=True).agg(*key_first(key), *aggs)
+    cohorts = summary.join(per, on=key, how="left").sort(key)
+    k = cohorts.height
+
+    def ints(name: str) -> np.ndarray:
+        return cohorts[name].fill_null(0).to_numpy().astype(np.int64)
+
+    pairs = ints("pairs")
+    has = (
+        np.stack([cohorts[f"has:{a}"].fill_null(False).to_numpy() for a in arms], axis=1)
+        if arms
+        else np.zeros((k, 0), bool)
+    )
+    ok = pairs >= min_pairs
+    applies = np.zeros((k, n_c), dtype=bool)
+    for j, c in enumerate(contrasts):
+        applies[:, j] = has[:, arms.index(c.treatment)] & has[:, arms.index(c.control)]
+    n_eff = np.zeros((k, n_c, n_m), dtype=np.int64)
+    null_eff = np.zeros((k, n_c, n_m), dtype=np.int64)
+    for j, c in enumerate(contrasts):
+        for i, m in enumerate(METRICS):
+            n_eff[:, j, i] = ints(f"n:{c.label}:{m}")
+            null_eff[:, j, i] = ints(f"null:{c.label}:{m}")
+    cells = {
+        cell: np.stack([ints(f"{cell}:{c.label}") for c in contrasts], axis=1)
+        if contrasts
+        else np.zeros((k, 0), np.int64)
+        for cell in "abcd"
+    }
+    estimate = np.full((k, n_c, n_m), np.nan)
+    low = np.full((k, n_c, n_m), np.nan)
+    high = np.full((k, n_c, n_m), np.nan)
+    notes: list[list[str]] = [[] for _ in range(k)]
+    if n_c:
+        diffs = wide.select([_diff(c, m) for c in contrasts for m in METRICS]).to_numpy()
+        diffs = diffs.astype(np.float64, copy=False).reshape(-1, n_c, n_m)
+        rows = cohorts["rows"].fill_null(0).to_numpy().astype(np.int64)
+        # ``wide`` rows are sorted by key then pairId, as are ``cohorts``.
+        starts = np.concatenate([[0], np.cumsum(rows)[:-1]])
+        keys = cohorts.select(key).rows()
+        engine = _CohortBootstrap(
+            run_id, contrasts, min_pairs, n_resamples, confidence, method, estimate, low, high
+        )
+        jobs = [
+            (idx, keys[idx], diffs[starts[idx] : starts[idx] + rows[idx]], applies[idx], notes[idx])
+            for idx in range(k)
+            if ok[idx] and rows[idx] > 0  # insufficient cohorts make no claim: no resampling
+        ]
+        n_workers = workers or min(4, os.cpu_count() or 1)
+        if n_workers > 1 and len(jobs) > 1:
+            with ThreadPoolExecutor(max_workers=n_workers) as pool:
+                list(pool.map(lambda job: engine.run(*job), jobs))
+        else:
+            for job in jobs:
+                engine.run(*job)
+    return CohortAnalysis(
+        run_id=run_id,
+        min_pairs=min_pairs,
+        n_resamples=n_resamples,
+        confidence=confidence,
+        method=method,
+        keys=cohorts.select(key),
+        arms=arms,
+        contrasts=contrasts,
+        ok=ok,
+        pairs=pairs,
+        excluded=ints("excluded"),
+        join_coverage=np.stack([ints("exact"), ints("fallback"), ints("missing")], axis=1),
+        has_arm=has,
+        correct=np.stack([ints(f"right:{a}") for a in arms], axis=1)
+        if arms
+        else np.zeros((k, 0), np.int64),
+        graded=np.stack([ints(f"graded:{a}") for a in arms], axis=1)
+        if arms
+        else np.zeros((k, 0), np.int64),
+        applies=applies,
+        cells=cells,
+        estimate=estimate,
+        low=low,
+        high=high,
+        n=n_eff,
+        excluded_null=null_eff,
+        notes=notes,
+    )
+
+
+def key_first(key: list[str]) -> list[pl.Expr]:
+    return [pl.col(c).first() for c in key]
+
+
+class _CohortBootstrap:
+    """Bootstraps one cohort's (contrast, metric) columns into shared result arrays."""
+
+    def __init__(
+        self,
+        run_id: str,
+        contrasts: list[Contrast],
+        min_pairs: int,
+        n_resamples: int,
+        confidence: float,
+        method: Method,
+        estimate: np.ndarray,
+        low: np.ndarray,
+        high: np.ndarray,
+    ) -> None:
+        self.run_id, self.contrasts, self.min_pairs = run_id, contrasts, min_pairs
+        self.n_resamples, self.confidence, self.method = n_resamples, confidence, method
+        self.estimate, self.low, self.high = estimate, low, high
+
+    def run(
+        self,
+        idx: int,
+        key: tuple[str, ...],
+        block: np.ndarray,
+        applies: np.ndarray,
+        notes: list[str],
+    ) -> None:
+        n_m = block.shape[2]
+        observed = ~np.isnan(block)
+        counts = observed.sum(axis=0)
+        with np.errstate(invalid="ignore"):
+            sums = np.where(observed, block, 0.0).sum(axis=0)
+            self.estimate[idx] = np.where(counts > 0, sums / np.maximum(counts, 1), np.nan)
+        self.estimate[idx][~applies] = np.nan
+        gate = max(self.min_pairs, 2)
+        complete = applies[:, None] & (counts == block.shape[0]) & (counts >= gate)
+        partial = applies[:, None] & ~complete & (counts >= gate)
+        if complete.any():
+            cols = np.flatnonzero(complete.ravel())
+            values = block.reshape(block.shape[0], -1)[:, cols]
+            rng = make_rng(self.run_id, key, SHARED_SAMPLE)
+            self._store(idx, cols, values, rng, notes)
+        for col in np.flatnonzero(partial.ravel()):
+            j, i = divmod(int(col), n_m)
+            values = block[:, j, i]
+            values = values[~np.isnan(values)]
+            contrast = self.contrasts[j]
+            rng = make_rng(self.run_id, key, contrast.label, METRICS[i])
+            self._store(idx, np.array([col]), values[:, None], rng, notes)
+
+    def _store(
+        self,
+        idx: int,
+        cols: np.ndarray,
+        values: np.ndarray,
+        rng: np.random.Generator,
+        notes: list[str],
+    ) -> None:
+        got = bootstrap_mean_intervals(
+            values,
+            rng,
+            n_resamples=self.n_resamples,
+            confidence=self.confidence,
+            method=self.method,
+        )
+        n_m = len(METRICS)
+        est, lo, hi = (
+            self.estimate[idx].reshape(-1),
+            self.low[idx].reshape(-1),
+            self.high[idx].reshape(-1),
+        )
+        est[cols], lo[cols], hi[cols] = got.estimate, got.low, got.high
+        if self.method == "bca":
+            for flag, text in (
+                (got.degenerate, "BCa undefined (all differences equal): degenerate interval"),
+                (got.bca_fallback, "BCa correction not finite: percentile interval"),
+            ):
+                for col in cols[flag]:
+                    j, i = divmod(int(col), n_m)
+                    notes.append(f"{self.contrasts[j].label} {METRICS[i]}: {text}")
