@@ -110,11 +110,30 @@ def parse_profile(data: object, source: str = "<profile>") -> RunnerProfile:
     try:
         return RunnerProfile.model_validate(data)
     except ValidationError as exc:
-        first = exc.errors()[0]
+        errors = exc.errors()
+        # Report a baseline-control problem before any other: it is why a profile is unsafe.
+        first = next(
+            (
+                e
+                for e in errors
+                if _reason_for(tuple(e["loc"]), e["msg"]) != ReasonCode.INVALID_PROFILE
+            ),
+            errors[0],
+        )
         loc = tuple(first["loc"])
         field = ".".join(str(p) for p in loc) or "arm_args.baseline"
-        if not loc and "arm_args.baseline" in first["msg"]:
+        if loc == ("arm_args",):  # the whole mapping is missing or not a mapping
             field = "arm_args.baseline"
+        arm_args = data.get("arm_args")
+        if _reason_for(loc, first["msg"]) == ReasonCode.INVALID_PROFILE and not (
+            isinstance(arm_args, dict) and arm_args.get("baseline")
+        ):
+            # the model check of arm_args.baseline never ran: other fields failed first
+            raise InvalidInputError(
+                f"{source}: profile refused: field 'arm_args.baseline': "
+                "arm_args.baseline is required and must not be empty",
+                reason=ReasonCode.MISSING_BASELINE_ARGS,
+            ) from exc
         raise InvalidInputError(
             f"{source}: profile refused: field '{field}': {first['msg']}",
             reason=_reason_for(loc, first["msg"]),

@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
-from datetime import datetime
 from enum import StrEnum
 from typing import Annotated, Literal
 
-from pydantic import AfterValidator, Field
+from pydantic import AfterValidator, AwareDatetime, Field
 
 from pairlab.core.schemas.base import StrictModel
 
@@ -50,9 +49,11 @@ class QuotaObservation(StrictModel):
     used_percent: float | None = Field(default=None, ge=0, le=100)
     source_scale: Literal["percent", "fraction"] = "percent"
     precision_percent: float | None = Field(default=None, ge=0)
-    resets_at: datetime | None = None
+    # Absolute instants: a naive time is refused (comparing it with an aware one is
+    # never equal, which would turn every observation into a false 'reset').
+    resets_at: AwareDatetime | None = None
     reset_id: str | None = None
-    observed_at: datetime
+    observed_at: AwareDatetime
     source: str = Field(min_length=1)
     account: str | None = None
 
