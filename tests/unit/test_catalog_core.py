@@ -80,6 +80,10 @@ def test_grader_fails_on_fixture_and_passes_with_solution(task_id: str, tmp_path
     assert solved and all(code == 0 for code in solved), (
         f"grader fails on fixture+solution: {solved}"
     )
+    expected = {p.relative_to(root) for p in root.rglob("*")}
+    run_command_graders(SUITE, task, root)
+    left = {p.relative_to(root) for p in root.rglob("*")}
+    assert left == expected, f"graders must leave the workspace as they found it: {left ^ expected}"
     assert not list(root.rglob("__pycache__")), "graders must not leave bytecode in the workspace"
 
 
