@@ -63,7 +63,7 @@ _PATTERNS: tuple[_Pattern, ...] = (
     ),
     _p("anthropic-api-key", _B + r"sk-ant-[A-Za-z0-9_-]{20,}"),
     _p("openai-api-key", _B + r"sk-(?!ant-)(?:proj-|svcacct-|admin-)?[A-Za-z0-9_-]{20,}"),
-    _p("google-api-key", _B + r"AIza[0-9A-Za-z_-]{35}" + r"(?![A-Za-z0-9_-])"),
+    _p("google-api-key", _B + r"AIza[0-9A-Za-z_-]{35,}"),
     _p("github-token", _B + r"(?:ghp|gho|ghu|ghs|ghr)_[A-Za-z0-9]{36,}" + _E),
     _p("github-token", _B + r"github_pat_[A-Za-z0-9_]{22,}"),
     _p("slack-token", _B + r"xox[abposre]-[A-Za-z0-9-]{10,}"),
@@ -72,7 +72,7 @@ _PATTERNS: tuple[_Pattern, ...] = (
     _p(
         "aws-secret-access-key",
         r"(?i:aws_secret_access_key|aws_secret_key|secretaccesskey)[\"']?\s*[:=]\s*[\"']?"
-        r"(?P<secret>[A-Za-z0-9/+=]{40})(?![A-Za-z0-9/+=])",
+        r"(?P<secret>[A-Za-z0-9/+=]{30,})",
     ),
     _p(
         "auth-header",
