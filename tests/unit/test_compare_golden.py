@@ -18,7 +18,12 @@ from typing import Any
 
 import pytest
 
-from pairlab.core.verdict import MAX_ARTIFACT_BYTES, VerdictReason, judge_file
+from pairlab.core.verdict import (
+    MAX_ARTIFACT_BYTES,
+    VerdictReason,
+    judge_artifact_bytes,
+    judge_file,
+)
 
 GOLDEN = Path(__file__).resolve().parents[1] / "fixtures" / "compare"
 EXPECTED = GOLDEN / "expected"
@@ -119,3 +124,12 @@ def test_fixtures_match_their_generator(tmp_path: Path) -> None:
     spec.loader.exec_module(module)
     for written in module.write_cases(tmp_path):
         assert written.read_bytes() == (GOLDEN / written.name).read_bytes(), written.name
+
+
+def test_documented_example_gives_the_documented_output() -> None:
+    doc = (Path(__file__).resolve().parents[2] / "docs" / "compare-artifact.md").read_text()
+    blocks = [b.split("```", 1)[0] for b in doc.split("```json\n")[1:]]
+    artifact, output = blocks[0], json.loads(blocks[1])
+    report = judge_artifact_bytes(artifact.encode())
+    assert report.to_json() == output
+    assert report.exit_code == 0
