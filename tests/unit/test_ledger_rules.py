@@ -6,6 +6,8 @@ from collections.abc import Callable
 from typing import Any
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from pairlab.core.accounting.ledger_rules import ExclusionReason as R
 from pairlab.core.accounting.ledger_rules import claimed_tokens, identity_of, qualify_row
@@ -151,3 +153,12 @@ def test_identity_and_claims() -> None:
     exp = expansion(row)
     assert claimed_tokens(exp) == exp["returned_tokens"]
     assert claimed_tokens(reduction(saved_tokens=None)) is None
+
+
+@given(before=st.text(min_size=1, max_size=400), returned=st.text(max_size=200))
+def test_any_honestly_measured_pair_qualifies(before: str, returned: str) -> None:
+    row = reduction(before=before, returned=returned)
+    assert qualify_row(row).is_qualified
+    assert row["saved_tokens"] == row["before_tokens"] - row["returned_tokens"]
+    inflated = dict(row, saved_tokens=row["saved_tokens"] + 1)
+    assert qualify_row(inflated).reasons == (R.SAVED_MISMATCH,)
