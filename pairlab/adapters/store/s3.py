@@ -8,7 +8,9 @@ MinIO-like servers need); ``PAIRLAB_S3_ADDRESSING=path|virtual|auto`` overrides.
 Large objects go through boto3's managed transfer (multipart above
 ``MULTIPART_THRESHOLD_BYTES``). Transient failures are retried twice over:
 botocore's own retry (standard mode) per request, and a bounded retry with
-exponential backoff around each whole-object operation. When the server stays
+exponential backoff around each whole-object operation (``PAIRLAB_S3_RETRIES``
+attempts, default 3; first pause ``PAIRLAB_S3_BACKOFF_S``, default 1 s; botocore's
+attempts follow ``AWS_MAX_ATTEMPTS`` / the profile). When the server stays
 unreachable the error is :class:`EnvironmentUnavailable` (``S3_UNAVAILABLE``).
 The content SHA-256 travels as object metadata (``x-amz-meta-sha256``); the
 server is never trusted to check it (moto does not).
@@ -20,7 +22,7 @@ import os
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import TYPE_CHECKING, Literal, TypeVar
+from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
 import boto3
 import botocore.exceptions
@@ -29,7 +31,7 @@ from boto3.s3.transfer import TransferConfig
 from botocore.config import Config
 
 from pairlab.adapters.store.base import ObjectInfo, check_key, sha256_bytes
-from pairlab.core.errors import EnvironmentUnavailable, PublishError, ReasonCode
+from pairlab.core.errors import EnvironmentUnavailable, InvalidInputError, PublishError, ReasonCode
 
 if TYPE_CHECKING:
     from mypy_boto3_s3 import S3Client
@@ -62,6 +64,24 @@ def endpoint_from_env() -> str | None:
     return os.environ.get("AWS_ENDPOINT_URL_S3") or os.environ.get("AWS_ENDPOINT_URL") or None
 
 
+def _env_int(name: str, default: int) -> int:
+    try:
+        return int(os.environ.get(name, default))
+    except ValueError as exc:
+        raise InvalidInputError(
+            f"{name} must be an integer", reason=ReasonCode.INVALID_INPUT
+        ) from exc
+
+
+def _env_float(name: str, default: float) -> float:
+    try:
+        return float(os.environ.get(name, default))
+    except ValueError as exc:
+        raise InvalidInputError(
+            f"{name} must be a number", reason=ReasonCode.INVALID_INPUT
+        ) from exc
+
+
 def resolve_addressing(endpoint_url: str | None, addressing: str | None) -> Addressing:
     chosen = addressing or os.environ.get("PAIRLAB_S3_ADDRESSING") or None
     if chosen is None:
@@ -84,9 +104,9 @@ class S3Store:
         region: str | None = None,
         profile: str | None = None,
         addressing: str | None = None,
-        max_attempts: int = 5,
-        retries: int = 3,
-        backoff_s: float = 1.0,
+        max_attempts: int | None = None,
+        retries: int | None = None,
+        backoff_s: float | None = None,
         connect_timeout_s: float = 5.0,
         read_timeout_s: float = 60.0,
         multipart_threshold_bytes: int = MULTIPART_THRESHOLD_BYTES,
@@ -94,13 +114,21 @@ class S3Store:
         self.bucket = bucket
         self.prefix = prefix.strip("/") + "/" if prefix.strip("/") else ""
         self.url = f"s3://{bucket}/{self.prefix}".rstrip("/")
-        self._retries = max(1, retries)
-        self._backoff_s = backoff_s
+        self._retries = max(
+            1, retries if retries is not None else _env_int("PAIRLAB_S3_RETRIES", 3)
+        )
+        self._backoff_s = (
+            backoff_s if backoff_s is not None else _env_float("PAIRLAB_S3_BACKOFF_S", 1.0)
+        )
         session = (
             boto3.session.Session(profile_name=profile) if profile else boto3.session.Session()
         )
+        # botocore's per-request retries: AWS_MAX_ATTEMPTS / the profile apply unless overridden.
+        retry_config: dict[str, Any] = {"mode": "standard"}
+        if max_attempts is not None:
+            retry_config["max_attempts"] = max_attempts
         config = Config(
-            retries={"max_attempts": max_attempts, "mode": "standard"},
+            retries=retry_config,  # type: ignore[arg-type]
             s3={"addressing_style": resolve_addressing(endpoint_url, addressing)},
             connect_timeout=connect_timeout_s,
             read_timeout=read_timeout_s,
