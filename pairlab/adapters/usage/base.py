@@ -150,6 +150,7 @@ class ReportBuilder:
     provenance: dict[str, int] = field(default_factory=lambda: dict.fromkeys(BASE_LABELS, 0))
     paths: list[str] = field(default_factory=list)
     issues: list[str] = field(default_factory=list)
+    _quota_state: dict[tuple[str, str], tuple[object, ...]] = field(default_factory=dict)
 
     def count(self, label: str, n: int = 1) -> None:
         self.provenance[label] = self.provenance.get(label, 0) + n
@@ -170,6 +171,16 @@ class ReportBuilder:
             self.api_calls = (self.api_calls or 0) + calls
         if is_sidechain:
             self.sidechain_vector = self.sidechain_vector + vector
+
+    def add_quota(self, observations: Iterable[QuotaObservation]) -> None:
+        """Keep an observation only when its window's state changed (bounded memory)."""
+        for obs in observations:
+            key = (obs.provider, obs.window)
+            state = (obs.used_percent, obs.resets_at, obs.source)
+            if self._quota_state.get(key) == state:
+                continue
+            self._quota_state[key] = state
+            self.quota.append(obs)
 
     def add_web_searches(self, n: int | None) -> None:
         if n is not None:
@@ -294,12 +305,26 @@ def iter_lines(path: Path) -> Iterator[str]:
         yield from handle
 
 
-def iter_json_lines(path: Path, builder: ReportBuilder) -> Iterator[dict[str, Any]]:
-    """Yield each JSON-object line of a file; count bad lines and unreadable files."""
+def iter_json_lines(
+    path: Path, builder: ReportBuilder, needles: tuple[str, ...] | None = None
+) -> Iterator[dict[str, Any]]:
+    """Yield each JSON-object line of a file; count bad lines and unreadable files.
+
+    With ``needles``, a line containing none of them cannot carry what the reader
+    wants (the bulk of a transcript is message text) and is skipped unparsed; it
+    is still counted as malformed when it is visibly not one JSON object (a torn
+    or truncated line does not end in ``}``).
+    """
     line_no = 0
     try:
         for line in iter_lines(path):
             line_no += 1
+            if needles is not None and not any(n in line for n in needles):
+                shape = line.strip()
+                if shape and not (shape[0] == "{" and shape[-1] == "}"):
+                    builder.count(MALFORMED_LINE)
+                    builder.note(f"{path}:{line_no}: malformed JSON line")
+                continue
             text = line.strip()
             if not text:
                 continue

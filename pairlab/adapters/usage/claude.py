@@ -46,6 +46,8 @@ from pairlab.core.schemas.usage import UsageVector
 
 PROVIDER: Final = "claude"
 SYNTHETIC_MODEL: Final = "<synthetic>"
+# Lines that can matter (assistant responses, tool-result copies, result objects).
+_NEEDLES: Final = ('"assistant"', '"toolUseResult"', '"result"')
 _LEGACY_LIMIT = re.compile(r"usage limit reached\|(\d{9,11})", re.IGNORECASE)
 
 
@@ -154,7 +156,7 @@ class ClaudeReader:
         results: dict[str, dict[str, Any]] = {}
         for path in expand_paths(paths):
             b.paths.append(str(path))
-            for obj in iter_json_lines(path, b):
+            for obj in iter_json_lines(path, b, _NEEDLES):
                 kind = obj.get("type")
                 if kind == "assistant":
                     self._assistant(obj, b, kept, keyless)
@@ -195,7 +197,7 @@ class ClaudeReader:
             b.count(SYNTHETIC_ERROR)
             obs = limit_notice_observation(_text_of(message), parse_time(obj.get("timestamp")))
             if obs is not None:
-                b.quota.append(obs)
+                b.add_quota([obs])
             return
         usage = message.get("usage")
         if not isinstance(usage, dict):

@@ -56,6 +56,14 @@ _TOTAL_FIELDS: Final = (
     "reasoning_output_tokens",
 )
 _EXEC_EVENTS: Final = ("thread.", "turn.", "item.")
+# Lines that can matter; response items (most of a rollout's bytes) are skipped unparsed.
+_NEEDLES: Final = (
+    '"session_meta"',
+    '"turn_context"',
+    '"token_count"',
+    '"thread.started"',
+    '"turn.completed"',
+)
 
 Totals = dict[str, int | None]
 
@@ -154,6 +162,7 @@ class _FileState:
     model: str = "unknown"
     previous: Totals | None = None
     seen_meta: bool = False
+    last_rate_limits: dict[str, Any] | None = None
     exec_usage: dict[str, Totals] = field(default_factory=dict)
 
 
@@ -173,7 +182,7 @@ class CodexReader:
             b.paths.append(str(path))
             st = _FileState(path=path)
             skip = False
-            for obj in iter_json_lines(path, b):
+            for obj in iter_json_lines(path, b, _NEEDLES):
                 if "payload" in obj:
                     if not st.seen_meta and obj.get("type") == "session_meta":
                         skip = self._meta(obj, st, b, sessions_seen)
@@ -234,8 +243,14 @@ class CodexReader:
             return False
         info = payload.get("info")
         rate_limits = payload.get("rate_limits")
-        if isinstance(rate_limits, dict) and ts is not None and not st.in_burst:
-            b.quota.extend(rate_limit_observations(rate_limits, ts, "codex-rollout:token_count"))
+        if (
+            isinstance(rate_limits, dict)
+            and ts is not None
+            and not st.in_burst
+            and rate_limits != st.last_rate_limits  # re-emitted snapshots repeat them verbatim
+        ):
+            st.last_rate_limits = rate_limits
+            b.add_quota(rate_limit_observations(rate_limits, ts, "codex-rollout:token_count"))
         if not isinstance(info, dict) or not isinstance(info.get("total_token_usage"), dict):
             if info is not None:
                 b.count(UNKNOWN_USAGE)
