@@ -10,6 +10,8 @@ from pairlab.core.stats.bootstrap import (
     MeanIntervals,
     bootstrap_mean_intervals,
     draw_resample_counts,
+    draw_resample_indices,
+    resampled_means,
 )
 from pairlab.core.stats.proportions import (
     mcnemar_exact_p,
@@ -26,9 +28,11 @@ __all__ = [
     "bootstrap_mean_intervals",
     "derive_seed",
     "draw_resample_counts",
+    "draw_resample_indices",
     "make_rng",
     "mcnemar_exact_p",
     "newcombe_paired_interval",
+    "resampled_means",
     "wilson_interval",
     "z_value",
 ]

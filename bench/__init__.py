@@ -1,0 +1,1 @@
+"""Benchmarks: ``bench_*.py`` modules, each exposing ``run() -> list[Result]``; see README.md."""

@@ -1,0 +1,215 @@
+"""Issue 10: aggregate 1,000,000 episodes in 10,000 cohorts.
+
+Generates the episodes directly as a polars frame (no pydantic: the benchmark
+is the analysis, not the parser), runs the full cohort analysis (all contrasts
+x all metrics, 10,000 resamples) in a child process and reports its wall time
+and peak RSS (``ru_maxrss`` of that child, from ``os.wait4``). A reference
+implementation - one ``scipy.stats.bootstrap`` call per interval - is timed on
+a sample of intervals and extrapolated to the same interval count; the ratio is
+reported. Targets (issue 10): < 30 s, < 4 GiB peak, >= 25x the reference.
+
+Run alone: ``uv run python -m bench.bench_aggregate [--cohorts N] [--pairs P]``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import polars as pl
+
+from bench.result import Result
+
+ROOT = Path(__file__).resolve().parent.parent
+ARMS = ("baseline", "optimizer", "retrieval", "full")
+ARM_FACTOR = np.array([1.0, 0.9, 0.8, 0.75])  # true multiplicative effect per arm
+CLIENTS = ("sim", "claude", "codex", "gemini")
+TARGET_S, TARGET_GIB, TARGET_RATIO = 30.0, 4.0, 25.0
+
+
+def generate_frame(n_cohorts: int, pairs: int, seed: int = 20240601) -> pl.DataFrame:
+    """``n_cohorts * pairs * 4`` episode rows shaped like ``episodes_frame``."""
+    rng = np.random.default_rng(seed)
+    n_rows = n_cohorts * pairs * len(ARMS)
+    cohort = np.repeat(np.arange(n_cohorts), pairs * len(ARMS))
+    pair = np.tile(np.repeat(np.arange(pairs), len(ARMS)), n_cohorts)
+    arm = np.tile(np.arange(len(ARMS)), n_cohorts * pairs)
+    level = rng.lognormal(9.0, 1.0, n_cohorts)[cohort] * rng.lognormal(
+        0.0, 0.3, n_rows // 4
+    ).repeat(4)
+    scale = level * ARM_FACTOR[arm] * rng.lognormal(0.0, 0.2, n_rows)
+    client = cohort % len(CLIENTS)
+
+    def tokens(share: float, null_mask: np.ndarray | None = None) -> pl.Series:
+        values = np.round(scale * share * rng.lognormal(0.0, 0.1, n_rows))
+        series = pl.Series(values)
+        return series if null_mask is None else series.scatter(np.flatnonzero(null_mask), None)
+
+    uncached, cached, output = tokens(0.3), tokens(0.6), tokens(0.1)
+    latency = pl.Series(scale * 0.05 * rng.lognormal(0.0, 0.3, n_rows))
+    latency = latency.scatter(np.flatnonzero(rng.random(n_rows) < 0.001), None)  # lost timings
+    ints = pl.DataFrame({"c": cohort, "p": pair, "a": arm, "k": client})
+    frame = ints.lazy().select(
+        pl.format("bench:task-{}:{}:", pl.col("c"), pl.col("p")).alias("pairId"),
+        pl.col("a").replace_strict(dict(enumerate(ARMS)), return_dtype=pl.String).alias("arm"),
+        pl.col("k")
+        .replace_strict(dict(enumerate(CLIENTS)), return_dtype=pl.String)
+        .alias("client"),
+        pl.format("1.{}", pl.col("c") % 3).alias("clientVersion"),
+        pl.format("model-{}", pl.col("c") % 5).alias("model"),
+        pl.lit("2025-01").alias("modelVersion"),
+        pl.format("task-{}", pl.col("c")).alias("taskId"),
+    )
+    frame = frame.with_columns(
+        pl.concat_str("pairId", "arm").alias("episodeId"), pl.lit("bench").alias("runId")
+    ).collect()
+    correct = rng.random(n_rows) < 0.8
+    return frame.with_columns(
+        pl.lit(None, dtype=pl.String).alias("stratum"),
+        pl.lit(False).alias("excluded"),
+        pl.lit(None, dtype=pl.String).alias("excludedReason"),
+        pl.Series("correct", correct),
+        pl.lit("exact").alias("joinMethod"),
+        uncached.alias("uncachedInputTokens"),
+        cached.alias("cachedInputTokens"),
+        tokens(0.02).alias("cacheWrite5mTokens"),
+        tokens(0.01, client >= 2).alias("cacheWrite1hTokens"),  # codex/gemini: not reported
+        pl.lit(None, dtype=pl.Float64).alias("cacheWriteTokens"),
+        output.alias("outputTokens"),
+        tokens(0.05, client == 1).alias("reasoningTokens"),  # claude: not reported
+        (uncached + cached + output).alias("totalTokens"),
+        pl.Series(rng.poisson(scale / 2000.0).astype(np.float64)).alias("toolCalls"),
+        latency.alias("latencyMs"),
+        pl.Series(scale * 3e-6).alias("costUsd"),
+    )
+
+
+def child(n_cohorts: int, pairs: int, resamples: int) -> dict[str, float]:
+    from pairlab.core.cohorts import analyse_cohorts, effects_frame
+
+    t0 = time.perf_counter()
+    frame = generate_frame(n_cohorts, pairs)
+    t1 = time.perf_counter()
+    analysis = analyse_cohorts(frame, run_id="bench", min_pairs=5, n_resamples=resamples)
+    t2 = time.perf_counter()
+    effects = effects_frame(analysis)
+    t3 = time.perf_counter()
+    payload = analysis.to_json()
+    t4 = time.perf_counter()
+    intervals = int(effects["ciLow"].is_not_null().sum())
+    return {
+        "rows": frame.height,
+        "cohorts": len(payload["cohorts"]),
+        "intervals": intervals,
+        "generate_s": t1 - t0,
+        "analyse_s": t2 - t1,
+        "effects_frame_s": t3 - t2,
+        "to_json_s": t4 - t3,
+    }
+
+
+def measure_child(n_cohorts: int, pairs: int, resamples: int) -> tuple[dict[str, float], float]:
+    """Run :func:`child` in a fresh interpreter; return its figures and peak RSS in MiB."""
+    cmd = [sys.executable, "-m", "bench.bench_aggregate", "--child", "--cohorts", str(n_cohorts)]
+    cmd += ["--pairs", str(pairs), "--resamples", str(resamples)]
+    proc = subprocess.Popen(cmd, cwd=ROOT, stdout=subprocess.PIPE, text=True)
+    assert proc.stdout is not None
+    out = proc.stdout.read()
+    _, status, usage = os.wait4(proc.pid, 0)
+    proc.returncode = os.waitstatus_to_exitcode(status)
+    if proc.returncode != 0:
+        raise RuntimeError(f"benchmark child failed with exit {proc.returncode}")
+    return json.loads(out), usage.ru_maxrss / 1024.0  # Linux: KiB
+
+
+def reference_seconds_per_interval(pairs: int, resamples: int, samples: int = 40) -> float:
+    """Mean time of one ``scipy.stats.bootstrap`` percentile interval over ``pairs`` diffs."""
+    from scipy import stats
+
+    rng = np.random.default_rng(7)
+    data = rng.normal(-100.0, 50.0, (samples, pairs))
+    stats.bootstrap((data[0],), np.mean, n_resamples=resamples, method="percentile", rng=1)
+    started = time.perf_counter()
+    for i, row in enumerate(data):
+        stats.bootstrap((row,), np.mean, n_resamples=resamples, method="percentile", rng=i)
+    return (time.perf_counter() - started) / samples
+
+
+def run(n_cohorts: int = 10_000, pairs: int = 25, resamples: int = 10_000) -> list[Result]:
+    started = time.perf_counter()
+    figures, peak_mib = measure_child(n_cohorts, pairs, resamples)
+    wall = time.perf_counter() - started
+    analysis_s = figures["analyse_s"] + figures["effects_frame_s"]
+    per_interval = reference_seconds_per_interval(pairs, resamples)
+    reference_s = per_interval * figures["intervals"]
+    ratio = reference_s / analysis_s
+    print(
+        json.dumps(
+            {
+                **figures,
+                "child_wall_s": wall,
+                "peak_rss_mib": peak_mib,
+                "reference_per_interval_ms": per_interval * 1e3,
+                "reference_extrapolated_s": reference_s,
+            }
+        ),
+        file=sys.stderr,
+    )
+    rows = f"{int(figures['rows']):,} episodes / {int(figures['cohorts']):,} cohorts"
+    return [
+        Result(
+            f"aggregate {rows}: analysis wall time",
+            analysis_s,
+            "s",
+            f"< {TARGET_S:g} s",
+            analysis_s < TARGET_S,
+        ),
+        Result(
+            "aggregate: peak RSS of the whole child (generate + analyse + JSON)",
+            peak_mib,
+            "MiB",
+            f"< {TARGET_GIB * 1024:g} MiB",
+            peak_mib < TARGET_GIB * 1024,
+        ),
+        Result(
+            f"aggregate: speed-up vs scipy.stats.bootstrap per interval "
+            f"({int(figures['intervals']):,} intervals)",
+            ratio,
+            "x",
+            f">= {TARGET_RATIO:g}x",
+            ratio >= TARGET_RATIO,
+        ),
+        Result(
+            "aggregate: to_json (all cohorts, informational)",
+            figures["to_json_s"],
+            "s",
+            "info",
+            True,
+        ),
+    ]
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--child", action="store_true")
+    parser.add_argument("--cohorts", type=int, default=10_000)
+    parser.add_argument("--pairs", type=int, default=25)
+    parser.add_argument("--resamples", type=int, default=10_000)
+    args = parser.parse_args()
+    if args.child:
+        print(json.dumps(child(args.cohorts, args.pairs, args.resamples)))
+        return
+    for r in run(args.cohorts, args.pairs, args.resamples):
+        print(
+            f"{r.name}: {r.figure:,.3g} {r.unit} (target {r.target}) {'PASS' if r.passed else 'MISS'}"
+        )
+
+
+if __name__ == "__main__":
+    main()
