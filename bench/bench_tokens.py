@@ -1,6 +1,6 @@
 """Issue 7: local cl100k token counting throughput, tokenizer load time, ledger ingest rate.
 
-Two corpora, each ~8 MB cut into 64 KiB documents (an MCP tool result is
+Two corpora, each ~4 MB cut into 64 KiB documents (an MCP tool result is
 typically a few KiB to a few hundred KiB): **code** = the repository's own
 Python sources plus a JSON rendering of them and a block of CJK/emoji text
 (punctuation-dense, ~3.5 bytes/token), **prose** = seeded English-like text.
@@ -39,7 +39,7 @@ from pairlab.adapters.ledger_db import ingest_jsonl
 from pairlab.core.accounting.tokenizer import load_token_counter
 
 ROOT = Path(__file__).resolve().parent.parent
-CORPUS_BYTES = 8_000_000
+CORPUS_BYTES = 4_000_000
 DOC_BYTES = 64 * 1024
 INGEST_ROWS = 20_000
 TARGET_CODE, TARGET_PROSE, TARGET_SPEEDUP = 5.0, 12.0, 1.4
@@ -66,7 +66,50 @@ def build_code_documents() -> list[str]:
 
 def build_prose_documents() -> list[str]:
     rng = random.Random(7)
-    words = ["the", "of", "and", "to", "in", "is", "that", "for", "it", "as", "with", "was", "on", "be", "by", "this", "are", "from", "at", "or", "an", "agent", "token", "cache", "context", "request", "model", "provider", "result", "tool", "measurement", "ledger", "evidence", "savings", "reduction", "expansion", "preview", "session", "quota", "window", "price", "catalog"]
+    words = [
+        "the",
+        "of",
+        "and",
+        "to",
+        "in",
+        "is",
+        "that",
+        "for",
+        "it",
+        "as",
+        "with",
+        "was",
+        "on",
+        "be",
+        "by",
+        "this",
+        "are",
+        "from",
+        "at",
+        "or",
+        "an",
+        "agent",
+        "token",
+        "cache",
+        "context",
+        "request",
+        "model",
+        "provider",
+        "result",
+        "tool",
+        "measurement",
+        "ledger",
+        "evidence",
+        "savings",
+        "reduction",
+        "expansion",
+        "preview",
+        "session",
+        "quota",
+        "window",
+        "price",
+        "catalog",
+    ]
     sentences = []
     for _ in range(20_000):
         sentence = " ".join(rng.choice(words) for _ in range(rng.randint(6, 18)))
