@@ -51,6 +51,9 @@ def price(
     catalog: Annotated[
         Path | None, typer.Option(help="catalog file or dir (default: newest bundled)")
     ] = None,
+    requests: Annotated[
+        int, typer.Option(min=1, help="how many API requests the usage sums (tier is per request)")
+    ] = 1,
     charge_usd: Annotated[
         float | None,
         typer.Option("--reported-charge-usd", help="provider-reported charge from a receipt"),
@@ -66,6 +69,7 @@ def price(
         parse_timestamp(at),
         parse_usage(usage),
         route=route,
+        requests=requests,
         provider_reported_charge_usd=charge_usd,
     )
     payload = price_json(result, loaded.version)

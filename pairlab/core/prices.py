@@ -48,6 +48,13 @@ DEFAULT_ROUTES: Final = {
     "google": "gemini-api",
     "github-copilot": "copilot",
 }
+# Which provider's first-party prices apply to a client's native receipts.
+PROVIDER_BY_CLIENT: Final = {
+    "claude": "anthropic",
+    "codex": "openai",
+    "gemini": "google",
+    "copilot": "github-copilot",
+}
 PER_MTOK: Final = Decimal(1_000_000)
 
 Rate = float | None
@@ -267,7 +274,7 @@ def lookup_row(
     )
 
 
-def _tier(row: PriceRow, usage: UsageVector) -> Tier | NotPriced:
+def _tier(row: PriceRow, usage: UsageVector, requests: int | None) -> Tier | NotPriced:
     if row.long_context is None:
         return "standard"
     observed = [getattr(usage, d) for d in PROMPT_DIMENSIONS if getattr(usage, d) is not None]
@@ -275,7 +282,17 @@ def _tier(row: PriceRow, usage: UsageVector) -> Tier | NotPriced:
         return NotPriced(
             "tier-undecidable", "no prompt tokens observed to decide the long-context tier"
         )
-    return "long-context" if sum(observed) > row.long_context.threshold_tokens else "standard"
+    if sum(observed) <= row.long_context.threshold_tokens:
+        return "standard"  # no request of a sum at or under the threshold can be above it
+    if requests == 1:
+        return "long-context"
+    # A sum over several requests above the threshold says nothing about any one request.
+    count = "an unknown number of" if requests is None else str(requests)
+    return NotPriced(
+        "tier-undecidable",
+        f"prompt tokens summed over {count} requests exceed the long-context threshold; "
+        "the tier is per request, so price each request's usage",
+    )
 
 
 def price_usage(
@@ -286,15 +303,22 @@ def price_usage(
     usage: UsageVector,
     *,
     route: str | None = None,
+    requests: int | None = 1,
     provider_reported_charge_usd: float | None = None,
 ) -> PricedUsage | NotPriced:
-    """The API list-price equivalent of one request's usage vector, term by term."""
+    """The API list-price equivalent of a usage vector, term by term.
+
+    ``requests`` is how many API requests the vector sums (1 = one request; an
+    episode total passes its ``api_calls``, None when unknown). A summed vector is
+    priced only when the tier is certain: at or under the threshold in total, or
+    a single request.
+    """
     row = lookup_row(catalog, provider, model, at, route)
     if isinstance(row, NotPriced):
         return row
     if all(getattr(usage, d) is None for d in RATE_DIMENSIONS):
         return NotPriced("empty-usage", "no billed dimension was observed")
-    tier = _tier(row, usage)
+    tier = _tier(row, usage, requests)
     if isinstance(tier, NotPriced):
         return tier
     terms: list[PriceTerm] = []

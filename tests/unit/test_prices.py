@@ -329,3 +329,27 @@ def test_price_cli_not_priced_and_invalid(capsys: pytest.CaptureFixture[str]) ->
     code, out = run_cli(capsys, *base, "--model", "claude-opus-5", "--usage", '{"uncached": 1}')
     assert code == 2
     assert json.loads(out.splitlines()[-1])["reason_code"] == "malformed-input"
+
+
+def test_summed_usage_prices_only_when_the_tier_is_certain() -> None:
+    at = datetime(2026, 9, 1, tzinfo=UTC)
+    small_total = UsageVector(uncached_input=200_000, output=10)
+    assert (
+        priced(price_usage(CATALOG, "openai", "gpt-5.6-sol", at, small_total, requests=5)).tier
+        == "standard"
+    )
+    big_total = UsageVector(uncached_input=300_000, output=10)
+    not_priced(
+        price_usage(CATALOG, "openai", "gpt-5.6-sol", at, big_total, requests=5), "tier-undecidable"
+    )
+    not_priced(
+        price_usage(CATALOG, "openai", "gpt-5.6-sol", at, big_total, requests=None),
+        "tier-undecidable",
+    )
+    assert (
+        priced(price_usage(CATALOG, "openai", "gpt-5.6-sol", at, big_total, requests=1)).tier
+        == "long-context"
+    )
+    # Rows without a tier price any sum.
+    many = UsageVector(uncached_input=5_000_000)
+    priced(price_usage(CATALOG, "anthropic", "claude-opus-5", at, many, requests=None))
