@@ -14,3 +14,24 @@ settings.load_profile("ci" if os.environ.get("CI") else "dev")
 os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
 os.environ.setdefault("DO_NOT_TRACK", "1")
 os.environ.setdefault("PREFECT_LOGGING_LEVEL", "WARNING")
+
+
+import pytest  # noqa: E402
+
+
+@pytest.fixture(scope="session")
+def prefect_harness():  # type: ignore[no-untyped-def]
+    """One real Prefect engine (test harness, temporary SQLite) per test session."""
+    from prefect.testing.utilities import prefect_test_harness
+
+    with prefect_test_harness(server_startup_timeout=180):
+        yield
+
+
+@pytest.fixture(scope="session")
+def prefect_server(tmp_path_factory):  # type: ignore[no-untyped-def]
+    """A real Prefect server process (v1 UI, SQLite) shared by the tests of a session."""
+    from tests.prefect_server import running_prefect_server
+
+    with running_prefect_server(tmp_path_factory.mktemp("prefect-server")) as server:
+        yield server

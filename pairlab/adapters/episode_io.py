@@ -102,7 +102,7 @@ def ingest_ledger(collected_dir: Path, episode_dir: Path) -> dict[str, int | Non
 
     db = episode_dir / "ledger.db"
     for path in rows:
-        ingest_jsonl(db, path)
+        ingest_jsonl(path, db)
     return ledger_totals(db)
 
 

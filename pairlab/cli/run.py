@@ -23,6 +23,8 @@ def _quiet_prefect() -> None:
     os.environ.setdefault("PREFECT_LOGGING_LEVEL", "WARNING")
     os.environ.setdefault("PREFECT_SERVER_LOGGING_LEVEL", "CRITICAL")
     os.environ.setdefault("PREFECT_LOGGING_LOG_PRINTS", "false")
+    # The embedded (ephemeral) server can take a while on a loaded 2-core machine.
+    os.environ.setdefault("PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS", "120")
 
 
 def _run_eval(params: Any, *, show_progress: bool) -> dict[str, Any]:
