@@ -320,3 +320,26 @@ def test_report_round_trips_as_json() -> None:
 def test_directory_scan_includes_hidden_gemini_dir(tmp_path: Path) -> None:
     shutil.copytree(FIX / "gemini" / "session", tmp_path / "home")
     assert read_usage("gemini", [tmp_path]).api_calls == 3
+
+
+def test_codex_subagent_rollout_is_the_sidechain_share(tmp_path: Path) -> None:
+    src = FIX / "codex" / "forked" / "sessions"
+    parent = next(src.rglob("*aaaa.jsonl"))
+    child_lines = next(src.rglob("*bbbb.jsonl")).read_text().splitlines()
+    meta = json.loads(child_lines[0])
+    del meta["payload"]["forked_from_id"]
+    meta["payload"]["source"] = {
+        "subagent": {
+            "thread_spawn": {"parent_thread_id": meta["payload"]["id"][:-4] + "aaaa", "depth": 1}
+        }
+    }
+    (tmp_path / parent.name).write_bytes(parent.read_bytes())
+    (tmp_path / "rollout-child.jsonl").write_text(
+        "\n".join([json.dumps(meta), *child_lines[1:]]) + "\n"
+    )
+    r = read_usage("codex", [tmp_path])
+    assert r.provenance["replay"] == 2
+    assert r.vector.output == 520 + 180
+    assert r.sidechain_vector.output == 180
+    assert r.sidechain_vector.cache_read == 6912
+    assert r.session_id == "0199e400-0000-7000-8000-00000000aaaa"
