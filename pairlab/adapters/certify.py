@@ -141,6 +141,19 @@ def _check_schema(profile_file_error: PairlabError | None) -> CertifyCheck:
     )
 
 
+def _check_quota_probe(profile: RunnerProfile) -> CertifyCheck:
+    from pairlab.adapters.quota import PROBES
+
+    name = profile.quota.probe
+    if name not in PROBES:
+        return CertifyCheck(
+            name="quota-probe",
+            passed=False,
+            detail=f"unknown quota probe {name!r} (known: {', '.join(PROBES)})",
+        )
+    return CertifyCheck(name="quota-probe", passed=True, detail=name)
+
+
 def _check_buildable(profile: RunnerProfile) -> CertifyCheck:
     if profile.dockerfile is None:
         return CertifyCheck(
@@ -275,7 +288,7 @@ def certify_profile(
     factory: BackendFactory,
     host_home: Path | None = None,
 ) -> ProfileCertification:
-    checks = [_check_schema(None)]
+    checks = [_check_schema(None), _check_quota_probe(profile)]
     version: str | None = None
     if not profile.live:
         checks.append(_check_buildable(profile))
