@@ -83,7 +83,9 @@ def _command_check(
     if outcome.timed_out:
         return check(False, f"grader timed out after {grader.timeout_s:g} s")
     if outcome.exit_code in (126, 127):
-        return check(None, f"grader command not runnable (exit {outcome.exit_code}){_tail(outcome)}")
+        return check(
+            None, f"grader command not runnable (exit {outcome.exit_code}){_tail(outcome)}"
+        )
     if outcome.exit_code == 0:
         return check(True, "exit 0")
     return check(False, f"exit {outcome.exit_code}{_tail(outcome)}")
