@@ -56,7 +56,9 @@ def run_episode(backend: ExecutionBackend, prepared: PreparedEpisode) -> RunOutc
 
 
 @task(name="collect", **_infra)  # type: ignore[call-overload]
-def collect_episode(backend: ExecutionBackend, prepared: PreparedEpisode, dest: Path) -> CollectedFiles:
+def collect_episode(
+    backend: ExecutionBackend, prepared: PreparedEpisode, dest: Path
+) -> CollectedFiles:
     return backend.collect(prepared, dest)
 
 

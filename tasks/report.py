@@ -37,7 +37,9 @@ def render_report(
     outputs = write_run_outputs(run_dir, records, planned_ids, analysis, params, profile, schedule)
     safe_key = "".join(c if c.isalnum() else "-" for c in run_dir.run_id.lower())[:60]
     create_markdown_artifact(
-        key=f"report-{safe_key}", markdown=outputs["markdown"], description="pairlab evidence report"
+        key=f"report-{safe_key}",
+        markdown=outputs["markdown"],
+        description="pairlab evidence report",
     )
     create_table_artifact(
         key=f"cohorts-{safe_key}", table=outputs["table_rows"], description="cohort effects"

@@ -76,7 +76,17 @@ def running_prefect_server(home: Path) -> Iterator[PrefectServer]:
     url = f"http://127.0.0.1:{port}"
     log = (home / "server.log").open("wb")
     proc = subprocess.Popen(
-        [sys.executable, "-m", "prefect", "server", "start", "--host", "127.0.0.1", "--port", str(port)],
+        [
+            sys.executable,
+            "-m",
+            "prefect",
+            "server",
+            "start",
+            "--host",
+            "127.0.0.1",
+            "--port",
+            str(port),
+        ],
         env=prefect_env(home),
         stdout=log,
         stderr=subprocess.STDOUT,
@@ -86,7 +96,9 @@ def running_prefect_server(home: Path) -> Iterator[PrefectServer]:
         deadline = time.monotonic() + STARTUP_TIMEOUT_S
         while not _healthy(url):
             if proc.poll() is not None:
-                raise RuntimeError(f"prefect server exited: {(home / 'server.log').read_text()[-2000:]}")
+                raise RuntimeError(
+                    f"prefect server exited: {(home / 'server.log').read_text()[-2000:]}"
+                )
             if time.monotonic() > deadline:
                 raise RuntimeError("prefect server did not become healthy in time")
             time.sleep(0.5)

@@ -8,7 +8,7 @@ from typing import Any
 import matplotlib
 
 matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
+import matplotlib.pyplot as plt
 
 PLOTTED_METRIC = "totalTokens"
 
@@ -20,11 +20,21 @@ def write_forest_plot(analysis: dict[str, Any], path: Path, *, title: str) -> Pa
         for e in cohort.get("effects", []):
             if e.get("metric") != PLOTTED_METRIC or e.get("estimate") is None:
                 continue
-            rows.append((f"{task}: {e['treatment']} vs {e['control']}", e["estimate"], e.get("ciLow"), e.get("ciHigh"), bool(e.get("win"))))
+            rows.append(
+                (
+                    f"{task}: {e['treatment']} vs {e['control']}",
+                    e["estimate"],
+                    e.get("ciLow"),
+                    e.get("ciHigh"),
+                    bool(e.get("win")),
+                )
+            )
     height = max(2.5, 0.32 * len(rows) + 1.2)
     fig, ax = plt.subplots(figsize=(9, height))
     if not rows:
-        ax.text(0.5, 0.5, "no cohort passed the gate: no intervals to plot", ha="center", va="center")
+        ax.text(
+            0.5, 0.5, "no cohort passed the gate: no intervals to plot", ha="center", va="center"
+        )
         ax.set_axis_off()
     else:
         for i, (_label, est, lo, hi, win) in enumerate(rows):

@@ -19,7 +19,16 @@ from pairlab.adapters.rundir import RunDir
 from pairlab.core.report import build_report_json, render_report_markdown
 from pairlab.core.schemas.episode import EpisodeRecord
 
-_NESTED = ("graderChecks", "quotaBefore", "quotaAfter", "usageProvenance", "ledger", "transcript", "findingIds", "shadowFindingIds")
+_NESTED = (
+    "graderChecks",
+    "quotaBefore",
+    "quotaAfter",
+    "usageProvenance",
+    "ledger",
+    "transcript",
+    "findingIds",
+    "shadowFindingIds",
+)
 
 EFFECTS_SCHEMA = {
     "client": pl.String,
@@ -62,10 +71,33 @@ def effects_table(analysis: dict[str, Any]) -> pl.DataFrame:
         for effect in cohort.get("effects", []):
             rows.append(
                 {
-                    **{k: key.get(k) for k in ("client", "clientVersion", "model", "modelVersion", "taskId", "stratum")},
+                    **{
+                        k: key.get(k)
+                        for k in (
+                            "client",
+                            "clientVersion",
+                            "model",
+                            "modelVersion",
+                            "taskId",
+                            "stratum",
+                        )
+                    },
                     "status": cohort.get("status"),
                     "pairs": cohort.get("pairs"),
-                    **{k: effect.get(k) for k in ("treatment", "control", "metric", "estimate", "ciLow", "ciHigh", "n", "excludedNull", "win")},
+                    **{
+                        k: effect.get(k)
+                        for k in (
+                            "treatment",
+                            "control",
+                            "metric",
+                            "estimate",
+                            "ciLow",
+                            "ciHigh",
+                            "n",
+                            "excludedNull",
+                            "win",
+                        )
+                    },
                 }
             )
     return pl.DataFrame(rows, schema=EFFECTS_SCHEMA)
@@ -108,7 +140,10 @@ def write_run_outputs(
     table_rows = [
         {k: (round(v, 2) if isinstance(v, float) else v) for k, v in row.items()}
         for row in effects.filter(pl.col("metric") == "totalTokens").to_dicts()
-    ] or [{"status": c.get("status"), "pairs": c.get("pairs"), **c.get("key", {})} for c in analysis.get("cohorts", [])]
+    ] or [
+        {"status": c.get("status"), "pairs": c.get("pairs"), **c.get("key", {})}
+        for c in analysis.get("cohorts", [])
+    ]
     return {
         "episodes_jsonl": str(episodes_path),
         "report_md": str(report_md),

@@ -42,7 +42,9 @@ def _run_eval(params: Any, *, show_progress: bool) -> dict[str, Any]:
         TextColumn("[bold]episodes"),
         BarColumn(),
         TextColumn("{task.completed}/{task.total}"),
-        TextColumn("done {task.fields[done]} · failed {task.fields[failed]} · remaining {task.fields[remaining]}"),
+        TextColumn(
+            "done {task.fields[done]} · failed {task.fields[failed]} · remaining {task.fields[remaining]}"
+        ),
         TimeRemainingColumn(),
     )
     with Progress(*columns, transient=False, redirect_stderr=False) as bar:
@@ -71,7 +73,9 @@ def _print_result(result: dict[str, Any], as_json: bool) -> None:
     if as_json:
         emit_json({k: result[k] for k in ("run_id", "store", "episodes", "failed", "report")})
         return
-    typer.echo(f"run {result['run_id']}: {result['episodes']} episodes ({result['failed']} failed or incorrect)")
+    typer.echo(
+        f"run {result['run_id']}: {result['episodes']} episodes ({result['failed']} failed or incorrect)"
+    )
     typer.echo(f"report: {result['report']}")
     typer.echo(f"store:  {result['store']}")
 
@@ -83,15 +87,23 @@ def register(app: typer.Typer) -> None:
         profile: Annotated[str, typer.Option(help="Runner profile name")] = "sim",
         repetitions: Annotated[int, typer.Option(min=1, help="Pairs per task")] = 5,
         backend: Annotated[str, typer.Option(help="local or docker")] = "local",
-        store: Annotated[str, typer.Option(help="Local directory or s3://bucket/prefix")] = "pairlab-store",
-        task: Annotated[list[str] | None, typer.Option("--task", help="Only these task ids (repeatable)")] = None,
-        arms: Annotated[str, typer.Option(help="Comma-separated arms")] = "baseline,optimizer,retrieval,full",
+        store: Annotated[
+            str, typer.Option(help="Local directory or s3://bucket/prefix")
+        ] = "pairlab-store",
+        task: Annotated[
+            list[str] | None, typer.Option("--task", help="Only these task ids (repeatable)")
+        ] = None,
+        arms: Annotated[
+            str, typer.Option(help="Comma-separated arms")
+        ] = "baseline,optimizer,retrieval,full",
         model: Annotated[str | None, typer.Option(help="Model id for the CLI")] = None,
         seed: Annotated[int, typer.Option(help="Recorded seed")] = 0,
         concurrency: Annotated[int, typer.Option(min=1, help="Pairs at the same time")] = 1,
         min_pairs: Annotated[int | None, typer.Option(help="Causal gate (default 5)")] = None,
         run_id: Annotated[str | None, typer.Option(help="Resume this run id")] = None,
-        include_transcript: Annotated[bool, typer.Option(help="Store prompt/stdout/stderr")] = False,
+        include_transcript: Annotated[
+            bool, typer.Option(help="Store prompt/stdout/stderr")
+        ] = False,
         keep_workspaces: Annotated[bool, typer.Option(help="Keep episode workspaces")] = False,
         on_secret: Annotated[str, typer.Option(help="redact or refuse")] = "redact",
         work_dir: Annotated[str, typer.Option(help="Local staging directory")] = ".pairlab/work",
@@ -104,10 +116,10 @@ def register(app: typer.Typer) -> None:
             suite=suite,
             profile=profile,
             repetitions=repetitions,
-            backend=backend,  # type: ignore[arg-type]
+            backend=backend,
             store=store,
             task_filter=task or [],
-            arms=[a.strip() for a in arms.split(",") if a.strip()],  # type: ignore[misc]
+            arms=[a.strip() for a in arms.split(",") if a.strip()],
             model=model,
             seed=seed,
             concurrency=concurrency,
@@ -115,7 +127,7 @@ def register(app: typer.Typer) -> None:
             run_id=run_id,
             include_transcript=include_transcript,
             keep_workspaces=keep_workspaces,
-            on_secret=on_secret,  # type: ignore[arg-type]
+            on_secret=on_secret,
             work_dir=work_dir,
         )
         result = _run_eval(params, show_progress=not as_json and sys.stderr.isatty())
@@ -132,7 +144,7 @@ def register(app: typer.Typer) -> None:
         from flows.params import EvidenceEvalParams
 
         params = EvidenceEvalParams(
-            repetitions=repetitions, store=store, backend=backend, concurrency=2  # type: ignore[arg-type]
+            repetitions=repetitions, store=store, backend=backend, concurrency=2
         )
         if not as_json:
             typer.echo(

@@ -11,7 +11,7 @@ import hashlib
 from collections.abc import Sequence
 from datetime import datetime
 
-from pairlab.core.schemas.episode import EpisodeRecord, GraderCheck, Transcript, usage_fields
+from pairlab.core.schemas.episode import EpisodeRecord, GraderCheck, Transcript
 from pairlab.core.schemas.quota import QuotaObservation
 from pairlab.core.schemas.usage import UsageVector
 
@@ -87,7 +87,6 @@ def build_episode_record(
 ) -> EpisodeRecord:
     vector = usage or UsageVector()
     correct = is_correct(checks)
-    fields = usage_fields(vector)
     return EpisodeRecord(
         episode_id=episode_id,
         session_id=session_id,
@@ -131,7 +130,14 @@ def build_episode_record(
         transcript=Transcript(prompt=prompt, stdout=stdout, stderr=stderr)
         if include_transcript
         else None,
-        **fields,
+        uncached_input_tokens=vector.uncached_input,
+        cached_input_tokens=vector.cache_read,
+        cache_write5m_tokens=vector.cache_write_5m,
+        cache_write1h_tokens=vector.cache_write_1h,
+        cache_write_tokens=vector.cache_write_generic,
+        output_tokens=vector.output,
+        reasoning_tokens=vector.reasoning,
+        total_tokens=vector.total,
     )
 
 

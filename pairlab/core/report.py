@@ -29,7 +29,10 @@ def _fmt(value: Any, digits: int = 1) -> str:
 
 
 def _cohort_title(key: Mapping[str, Any]) -> str:
-    parts = [f"{k}={_fmt(key.get(k))}" for k in ("client", "clientVersion", "model", "modelVersion", "taskId", "stratum")]
+    parts = [
+        f"{k}={_fmt(key.get(k))}"
+        for k in ("client", "clientVersion", "model", "modelVersion", "taskId", "stratum")
+    ]
     return ", ".join(parts)
 
 
@@ -45,11 +48,11 @@ def render_report_markdown(meta: Mapping[str, Any], analysis: Mapping[str, Any])
         "",
     ]
     cohorts: Sequence[Mapping[str, Any]] = analysis.get("cohorts", [])
-    wins = [
-        (c, e) for c in cohorts for e in c.get("effects", []) if e.get("win")
-    ]
+    wins = [(c, e) for c in cohorts for e in c.get("effects", []) if e.get("win")]
     lines += ["## Summary", ""]
-    lines.append(f"{len(cohorts)} cohorts; {sum(1 for c in cohorts if c.get('status') == 'ok')} pass the gate; {len(wins)} winning effects.")
+    lines.append(
+        f"{len(cohorts)} cohorts; {sum(1 for c in cohorts if c.get('status') == 'ok')} pass the gate; {len(wins)} winning effects."
+    )
     lines.append("")
     for cohort in cohorts:
         lines += [f"## Cohort: {_cohort_title(cohort.get('key', {}))}", ""]
