@@ -1,0 +1,71 @@
+"""`pairlab aggregate`: a real JSONL file in, the table or JSON out, errors as exit codes."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from pairlab.cli import main
+from tests.unit.test_cohorts import cohort_records, lines_of
+
+
+def run_cli(args: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str, str]:
+    with pytest.raises(SystemExit) as info:
+        main(args)
+    out, err = capsys.readouterr()
+    return int(info.value.code or 0), out, err
+
+
+@pytest.fixture
+def log(tmp_path: Path) -> Path:
+    path = tmp_path / "episodes.jsonl"
+    path.write_text("\n".join(lines_of(cohort_records(6))) + "\n", encoding="utf-8")
+    return path
+
+
+def test_json_output(log: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, _ = run_cli(["aggregate", str(log), "--json", "--resamples", "1000"], capsys)
+    assert code == 0
+    (cohort,) = json.loads(out)["cohorts"]
+    assert cohort["status"] == "ok" and cohort["pairs"] == 6
+    win = next(e for e in cohort["effects"] if e["metric"] == "totalTokens")
+    assert win["win"] is True
+
+
+def test_table_output_and_run_id_from_the_records(
+    log: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code, out, _ = run_cli(["aggregate", str(log), "--resamples", "1000"], capsys)
+    assert code == 0
+    assert "run run-a;" in out and "| optimizer vs baseline | totalTokens |" in out
+    code, again, _ = run_cli(["aggregate", str(log), "--resamples", "1000"], capsys)
+    assert again == out  # deterministic
+    _, other, _ = run_cli(["aggregate", str(log), "--resamples", "1000", "--run-id", "x"], capsys)
+    assert "run x;" in other
+
+
+def test_a_malformed_line_is_an_error_naming_it(
+    log: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    with log.open("a", encoding="utf-8") as handle:
+        handle.write('{"episodeId": "broken"\n')
+    code, out, err = run_cli(["aggregate", str(log)], capsys)
+    assert code == 2 and out == ""
+    assert f"{log}:13:" in err and "malformed-input" in err
+
+
+def test_gate_below_two_is_refused(
+    log: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    code, out, _ = run_cli(["aggregate", str(log), "--min-pairs", "1", "--json"], capsys)
+    assert code == 2 and json.loads(out)["reason_code"] == "invalid-min-pairs"
+    monkeypatch.setenv("TOKEN_OPTIMIZER_EVAL_MIN_PAIRS", "7")
+    code, out, _ = run_cli(["aggregate", str(log), "--json", "--resamples", "500"], capsys)
+    assert code == 0 and json.loads(out)["cohorts"][0]["status"] == "insufficient"
+
+
+def test_missing_file(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    code, _, err = run_cli(["aggregate", str(tmp_path / "nope.jsonl")], capsys)
+    assert code == 2 and "no such file" in err
