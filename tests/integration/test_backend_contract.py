@@ -407,3 +407,16 @@ def test_live_episodes_of_this_process_are_not_orphans(harness: Harness) -> None
     finally:
         backend.cleanup(prepared)
     assert harness.leftovers(prepared) == []
+
+
+def test_captured_streams_are_bounded(harness: Harness) -> None:
+    from pairlab.adapters.backends.base import STREAM_CAP_BYTES
+
+    backend = harness.backend()
+    script = "head -c 9437184 /dev/zero | tr '\\000' a; echo small >&2"
+    outcome, _, prepared = run_episode(backend, harness.spec(script))
+    assert outcome.exit_code == 0
+    assert outcome.stdout_truncated is True and len(outcome.stdout) == STREAM_CAP_BYTES
+    assert set(outcome.stdout) == {"a"}
+    assert outcome.stderr_truncated is False and outcome.stderr.strip() == "small"
+    assert harness.leftovers(prepared) == []

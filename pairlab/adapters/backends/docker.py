@@ -172,9 +172,20 @@ def cleanup_orphans(client: Any, active_run_ids: Set[str] = frozenset()) -> dict
     return removed
 
 
-def _decode(data: bytes) -> tuple[str, bool]:
-    truncated = len(data) > STREAM_CAP_BYTES
-    return data[:STREAM_CAP_BYTES].decode("utf-8", errors="replace"), truncated
+def _read_log(container: Any, *, stdout: bool) -> tuple[str, bool]:
+    """One stream of the container's log, kept up to STREAM_CAP_BYTES (the rest drained)."""
+    kept = bytearray()
+    truncated = False
+    chunks = _call(
+        "logs", lambda: container.logs(stdout=stdout, stderr=not stdout, stream=True, follow=False)
+    )
+    for chunk in chunks:
+        room = STREAM_CAP_BYTES - len(kept)
+        if room > 0:
+            kept += chunk[:room]
+        if len(chunk) > room:
+            truncated = True
+    return bytes(kept).decode("utf-8", errors="replace"), truncated
 
 
 class DockerBackend:
@@ -350,8 +361,8 @@ class DockerBackend:
             "inspect container", lambda: (container.reload(), container.attrs["State"])[1]
         )
         oom = bool(state.get("OOMKilled"))
-        stdout, out_cut = _decode(_call("logs", lambda: container.logs(stdout=True, stderr=False)))
-        stderr, err_cut = _decode(_call("logs", lambda: container.logs(stdout=False, stderr=True)))
+        stdout, out_cut = _read_log(container, stdout=True)
+        stderr, err_cut = _read_log(container, stdout=False)
         return RunOutcome(
             exit_code=None if timed_out else status,
             timed_out=timed_out,
