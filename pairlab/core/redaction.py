@@ -24,29 +24,91 @@ from __future__ import annotations
 
 import re
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Literal
 
 SecretPolicy = Literal["redact", "refuse"]
 SECRET_POLICIES: tuple[SecretPolicy, ...] = ("redact", "refuse")
 
-# Left boundary for token-like patterns: not glued to a longer identifier.
-_B = r"(?<![A-Za-z0-9_])"
-# Right boundary: the token ends where identifier characters end.
-_E = r"(?![A-Za-z0-9_])"
+_ASCII_LOWER = str.maketrans("ABCDEFGHIJKLMNOPQRSTUVWXYZ", "abcdefghijklmnopqrstuvwxyz")
+
+Span = tuple[int, int]
+
+
+def ascii_lower(text: str) -> str:
+    """Lower-case ASCII letters only: same length, so spans map back to ``text``."""
+    return text.lower() if text.isascii() else text.translate(_ASCII_LOWER)
 
 
 @dataclass(frozen=True)
 class _Pattern:
+    """One rule: where it matches (spans to replace) and a cheap pre-check.
+
+    ``triggers``: lower-case strings of which one must occur in the (ASCII-)lowered
+    text for the rule to match at all; the regex is skipped otherwise.
+    ``on_lower``: the regex is written in lower case and run on the lowered text
+    (case-insensitive matching that keeps the regex engine's fast literal search).
+    A group named ``secret`` narrows the replacement to that group.
+    """
+
     kind: str
     regex: re.Pattern[str]
-    # When the regex has a group named "secret", only that group is replaced.
+    triggers: tuple[str, ...]
+    on_lower: bool = False
+
+    def spans(self, text: str, lower: str) -> Iterator[Span]:
+        has_secret = "secret" in self.regex.groupindex
+        for match in self.regex.finditer(lower if self.on_lower else text):
+            if has_secret and match.group("secret") is not None:
+                yield match.span("secret")
+            else:
+                yield match.span()
 
 
-def _p(kind: str, pattern: str, flags: int = 0) -> _Pattern:
-    return _Pattern(kind, re.compile(pattern, flags))
+@dataclass(frozen=True)
+class _EmailPattern(_Pattern):
+    """E-mail: find the domain after a literal ``@``, then walk back over the local part.
 
+    A regex starting with the local part (or a lookbehind) is tried at every
+    position of the text; anchoring on ``@`` is ~50x faster.
+    """
+
+    def spans(self, text: str, lower: str) -> Iterator[Span]:
+        for match in self.regex.finditer(text):
+            begin = match.start()
+            while begin > 0 and text[begin - 1] in _EMAIL_LOCAL:
+                begin -= 1
+            if begin < match.start():
+                yield begin, match.end()
+
+
+_EMAIL_LOCAL = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._%+-")
+
+
+def _p(kind: str, pattern: str, *triggers: str, on_lower: bool = False) -> _Pattern:
+    return _Pattern(kind, re.compile(pattern), tuple(t.lower() for t in triggers), on_lower)
+
+
+def _token(kind: str, prefix: str, rest: str, *, word_end: bool = True) -> _Pattern:
+    """A provider token: a literal prefix not glued to a longer identifier.
+
+    The literal comes first and the left-boundary check is a lookbehind *after*
+    it, so the regex engine can search for the literal (a pattern that starts
+    with a lookbehind is tried at every position: ~50x slower).
+    """
+    escaped = re.escape(prefix)
+    end = r"(?![A-Za-z0-9_])" if word_end else ""
+    return _p(kind, f"{escaped}(?<![A-Za-z0-9_]{escaped}){rest}{end}", prefix)
+
+
+def _home(prefix: str, rest: str) -> _Pattern:
+    escaped = re.escape(prefix)
+    return _p("home-path", rf"{escaped}(?<![\w.-]{escaped}){rest}", prefix)
+
+
+_PATH_CHARS = r"[^/\s\"'`<>|:;,]+"
+_QUOTE = r"[\"']?\s*[:=]\s*[\"']?"
 
 # Order matters: specific kinds first (a GCP key JSON field before the generic PEM
 # block, Anthropic before OpenAI's "sk-"), e-mail and paths last.
@@ -54,47 +116,79 @@ _PATTERNS: tuple[_Pattern, ...] = (
     _p(
         "gcp-service-account-key",
         r'"private_key"\s*:\s*"(?P<secret>[^"]*?PRIVATE KEY[^"]*)"',
+        '"private_key"',
     ),
-    _p("gcp-service-account-key", r'"private_key_id"\s*:\s*"(?P<secret>[0-9a-fA-F]{32,})"'),
+    _p(
+        "gcp-service-account-key",
+        r'"private_key_id"\s*:\s*"(?P<secret>[0-9a-fA-F]{32,})"',
+        '"private_key_id"',
+    ),
     _p(
         "private-key",
         r"-----BEGIN (?:[A-Z0-9]+ )*PRIVATE KEY-----"
         r"(?:[\s\S]*?-----END (?:[A-Z0-9]+ )*PRIVATE KEY-----|[A-Za-z0-9+/=\s\\]*)",
+        "-----BEGIN ",
     ),
-    _p("anthropic-api-key", _B + r"sk-ant-[A-Za-z0-9_-]{20,}"),
-    _p("openai-api-key", _B + r"sk-(?!ant-)(?:proj-|svcacct-|admin-)?[A-Za-z0-9_-]{20,}"),
-    _p("google-api-key", _B + r"AIza[0-9A-Za-z_-]{35,}"),
-    _p("github-token", _B + r"(?:ghp|gho|ghu|ghs|ghr)_[A-Za-z0-9]{36,}" + _E),
-    _p("github-token", _B + r"github_pat_[A-Za-z0-9_]{22,}"),
-    _p("slack-token", _B + r"xox[abposre]-[A-Za-z0-9-]{10,}"),
-    _p("huggingface-token", _B + r"hf_[A-Za-z0-9]{30,}" + _E),
-    _p("aws-access-key-id", _B + r"(?:AKIA|ASIA)[0-9A-Z]{16}" + _E),
+    _token("anthropic-api-key", "sk-ant-", r"[A-Za-z0-9_-]{20,}", word_end=False),
+    _token(
+        "openai-api-key",
+        "sk-",
+        r"(?!ant-)(?:proj-|svcacct-|admin-)?[A-Za-z0-9_-]{20,}",
+        word_end=False,
+    ),
+    _token("google-api-key", "AIza", r"[0-9A-Za-z_-]{35,}", word_end=False),
+    _token("github-token", "gh", r"[pousr]_[A-Za-z0-9]{36,}"),
+    _token("github-token", "github_pat_", r"[A-Za-z0-9_]{22,}", word_end=False),
+    _token("slack-token", "xox", r"[abposre]-[A-Za-z0-9-]{10,}", word_end=False),
+    _token("huggingface-token", "hf_", r"[A-Za-z0-9]{30,}"),
+    _token("aws-access-key-id", "AKIA", r"[0-9A-Z]{16}"),
+    _token("aws-access-key-id", "ASIA", r"[0-9A-Z]{16}"),
+    # Case-insensitive rules: lower-case regexes run on the lowered text.
     _p(
         "aws-secret-access-key",
-        r"(?i:aws_secret_access_key|aws_secret_key|secretaccesskey)[\"']?\s*[:=]\s*[\"']?"
-        r"(?P<secret>[A-Za-z0-9/+=]{30,})",
+        r"(?:aws_secret_access_key|aws_secret_key|secretaccesskey)"
+        + _QUOTE
+        + r"(?P<secret>[a-z0-9/+=]{30,})",
+        "aws_secret_",
+        "secretaccesskey",
+        on_lower=True,
     ),
     _p(
         "auth-header",
-        r"(?i:authorization|proxy-authorization)[\"']?\s*[:=]\s*[\"']?"
-        r"(?:(?i:bearer|basic|token|bot)\s+)?(?P<secret>[A-Za-z0-9._~+/-]{8,}=*)",
+        r"authorization"
+        + _QUOTE
+        + r"(?:(?:bearer|basic|token|bot)\s+)?(?P<secret>[a-z0-9._~+/-]{8,}=*)",
+        "authorization",
+        on_lower=True,
     ),
     _p(
         "auth-header",
-        r"(?i:x-api-key|x-goog-api-key|api[_-]?key)[\"']?\s*[:=]\s*[\"']?"
-        r"(?P<secret>[A-Za-z0-9._~+/-]{16,}=*)",
+        r"(?:api[_-]?key)" + _QUOTE + r"(?P<secret>[a-z0-9._~+/-]{16,}=*)",
+        "api-key",
+        "api_key",
+        "apikey",
+        on_lower=True,
     ),
-    _p("bearer-token", r"(?i:bearer)\s+(?P<secret>[A-Za-z0-9._~+/-]{16,}=*)"),
     _p(
+        "bearer-token",
+        r"bearer\s+(?P<secret>[a-z0-9._~+/-]{16,}=*)",
+        "bearer",
+        on_lower=True,
+    ),
+    _EmailPattern(
         "email",
-        r"(?<![A-Za-z0-9._%+-])[A-Za-z0-9._%+-]+@[A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)*\.[A-Za-z]{2,}"
-        + _E,
+        re.compile(r"@[A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)*\.[A-Za-z]{2,}(?![A-Za-z0-9_])"),
+        ("@",),
     ),
+    _home("/home/", _PATH_CHARS),
+    _home("/Users/", _PATH_CHARS),
+    _home("/root", r"(?=/|\b)"),
+    # C:\Users\name (and its JSON-escaped C:\\Users\\name); the drive letter is kept.
     _p(
         "home-path",
-        r"(?<![\w.-])(?:/home/[^/\s\"'`<>|:;,]+|/Users/[^/\s\"'`<>|:;,]+|/root(?=/|\b))",
+        r"Users(?:(?<=[A-Za-z]:\\Users)|(?<=[A-Za-z]:\\\\Users))(?:\\\\|\\)[^\\\s\"'`<>|:;,]+",
+        "users",
     ),
-    _p("home-path", r"(?<![\w.-])[A-Za-z]:(?:\\\\|\\)Users(?:\\\\|\\)[^\\\s\"'`<>|:;,]+"),
 )
 
 KINDS: tuple[str, ...] = tuple(dict.fromkeys(p.kind for p in _PATTERNS))
@@ -117,22 +211,28 @@ class TextRedaction:
 def redact_text(text: str) -> TextRedaction:
     """Replace every finding by ``[REDACTED:<kind>]``; count findings by kind."""
     findings: Counter[str] = Counter()
+    lower = ascii_lower(text)
     for pattern in _PATTERNS:
-        text = pattern.regex.sub(_replacer(pattern.kind, findings), text)
+        if not any(trigger in lower for trigger in pattern.triggers):
+            continue
+        spans = list(pattern.spans(text, lower))
+        if not spans:
+            continue
+        findings[pattern.kind] += len(spans)
+        text = _replace_spans(text, spans, placeholder(pattern.kind))
+        lower = ascii_lower(text)
     return TextRedaction(text=text, findings=findings)
 
 
-def _replacer(kind: str, findings: Counter[str]) -> Callable[[re.Match[str]], str]:
-    def replace(match: re.Match[str]) -> str:
-        findings[kind] += 1
-        if "secret" in match.re.groupindex and match.group("secret") is not None:
-            start, end = match.span("secret")
-            base = match.start()
-            whole = match.group(0)
-            return whole[: start - base] + placeholder(kind) + whole[end - base :]
-        return placeholder(kind)
-
-    return replace
+def _replace_spans(text: str, spans: list[Span], replacement: str) -> str:
+    parts: list[str] = []
+    cursor = 0
+    for start, end in spans:  # finditer order: ascending, non-overlapping
+        parts.append(text[cursor:start])
+        parts.append(replacement)
+        cursor = end
+    parts.append(text[cursor:])
+    return "".join(parts)
 
 
 def scan_text(text: str) -> Counter[str]:
