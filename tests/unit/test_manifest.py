@@ -8,7 +8,7 @@ import pytest
 
 from pairlab.adapters.store import LocalStore, open_store
 from pairlab.adapters.store.runs import split_run_url
-from pairlab.core.errors import InvalidInputError, ReasonCode
+from pairlab.core.errors import EnvironmentUnavailable, InvalidInputError, ReasonCode
 from pairlab.core.manifest import (
     Manifest,
     ManifestObject,
@@ -107,3 +107,19 @@ def test_open_store_url_forms() -> None:
     for bad in ("http://example/x", "file://remote-host/x", "s3:///nobucket"):
         with pytest.raises(InvalidInputError):
             open_store(bad)
+
+
+def test_s3_addressing_defaults_to_path_with_an_endpoint(monkeypatch: pytest.MonkeyPatch) -> None:
+    from pairlab.adapters.store.s3 import resolve_addressing
+
+    for name in ("AWS_ENDPOINT_URL", "AWS_ENDPOINT_URL_S3", "PAIRLAB_S3_ADDRESSING"):
+        monkeypatch.delenv(name, raising=False)
+    assert resolve_addressing(None, None) == "auto"
+    assert resolve_addressing("http://127.0.0.1:9000", None) == "path"
+    monkeypatch.setenv("AWS_ENDPOINT_URL_S3", "http://minio:9000")
+    assert resolve_addressing(None, None) == "path"
+    monkeypatch.setenv("PAIRLAB_S3_ADDRESSING", "virtual")
+    assert resolve_addressing(None, None) == "virtual"
+    monkeypatch.setenv("PAIRLAB_S3_ADDRESSING", "sideways")
+    with pytest.raises(EnvironmentUnavailable):
+        resolve_addressing(None, None)

@@ -92,3 +92,12 @@ def test_large_object_round_trip_above_multipart_threshold(store_url: str, tmp_p
     dest = tmp_path / "back.bin"
     store.download("runs/r/big.bin", dest)
     assert hashlib.sha256(dest.read_bytes()).hexdigest() == digest
+
+
+@pytest.mark.s3
+def test_missing_bucket_is_not_found(moto_endpoint: str, tmp_path: Path) -> None:
+    store = open_store("s3://no-such-bucket-here/x", **FAST_S3_OPTIONS)
+    with pytest.raises(PublishError) as caught:
+        store.put_bytes("runs/r/a.txt", b"x")
+    assert caught.value.reason == ReasonCode.NOT_FOUND
+    assert "bucket" in caught.value.message
