@@ -24,6 +24,7 @@ from pairlab.adapters.backends.base import EpisodeSpec, ExecutionBackend, make_b
 from pairlab.adapters.episode_io import (
     extract_final_answer,
     load_eval_inputs,
+    price_episode,
     sim_account_dir,
 )
 from pairlab.adapters.run_outputs import published_location
@@ -38,7 +39,6 @@ from tasks.episode import (
     collect_ledger,
     collect_usage,
     grade_episode,
-    now_utc,
     prepare_episode,
     quota_snapshot,
     record_episode,
@@ -102,6 +102,10 @@ def _execute_one(
         checks = grade_episode(backend, prepared, task_entry, final_answer, delivered)
     finally:
         teardown_episode(backend, prepared)
+    model = usage.primary_model or params.model
+    list_price_usd, catalog_version = price_episode(
+        profile, model, outcome.started_at, usage.vector, usage.api_calls
+    )
     record = build_episode_record(
         run_id=run_dir.run_id,
         episode_id=planned.episode_id,
@@ -113,7 +117,7 @@ def _execute_one(
         stratum=None,
         client=profile.client,
         client_version=usage.cli_version or profile.version,
-        model=usage.primary_model or params.model,
+        model=model,
         model_version=None,
         session_id=usage.session_id,
         backend=backend.name,
@@ -141,6 +145,8 @@ def _execute_one(
         delivered_tokens=delivered,
         cost_usd=usage.provider_reported_cost_usd,
         ledger=ledger,
+        api_list_price_usd=list_price_usd,
+        price_catalog_version=catalog_version,
     )
     return record_episode(run_dir, record)
 
@@ -203,7 +209,10 @@ def evidence_eval(params: EvidenceEvalParams) -> dict[str, Any]:
         progress=prog.percent(), key=None, description=f"episodes of run {run_id}"
     )
     logger.info(
-        "run %s: %d episodes planned, %d already complete (resume)", run_id, len(planned_ids), len(done)
+        "run %s: %d episodes planned, %d already complete (resume)",
+        run_id,
+        len(planned_ids),
+        len(done),
     )
     progress_events.notify(prog)
 
@@ -258,5 +267,7 @@ def evidence_eval(params: EvidenceEvalParams) -> dict[str, Any]:
         "staging": str(run_dir.path),
         "published": manifest,
     }
-    logger.info("run %s complete: %d episodes, report %s", run_id, len(ordered), outputs["report_md"])
+    logger.info(
+        "run %s complete: %d episodes, report %s", run_id, len(ordered), outputs["report_md"]
+    )
     return result

@@ -8,12 +8,15 @@ becomes ``None``/unknown, never 0.
 from __future__ import annotations
 
 import fnmatch
+import functools
 import re
 from dataclasses import dataclass, field
+from datetime import datetime
 from pathlib import Path
 
 from pairlab.adapters.paths import catalog_dir
 from pairlab.adapters.profiles import load_named_profile
+from pairlab.core.prices import PriceCatalog
 from pairlab.core.schemas.catalog import LoadedSuite, load_suite
 from pairlab.core.schemas.profile import RunnerProfile
 from pairlab.core.schemas.quota import QuotaObservation
@@ -109,3 +112,31 @@ def ingest_ledger(collected_dir: Path, episode_dir: Path) -> dict[str, int | Non
 def extract_final_answer(stdout: str) -> str | None:
     matches = FINAL_ANSWER.findall(stdout)
     return matches[-1].strip() if matches else None
+
+
+def price_episode(
+    profile: RunnerProfile,
+    model: str | None,
+    at: datetime | None,
+    vector: UsageVector | None,
+    api_calls: int | None,
+) -> tuple[float | None, str]:
+    """API list-price equivalent of an episode's usage (None = Not priced) and the catalog version."""
+    from pairlab.core.prices import PROVIDER_BY_CLIENT, PricedUsage, price_usage
+
+    catalog = _catalog()
+    if model is None or at is None or vector is None:
+        return None, catalog.version
+    provider = PROVIDER_BY_CLIENT.get(profile.usage.reader)
+    if provider is None:
+        return None, catalog.version
+    result = price_usage(catalog, provider, model, at, vector, requests=api_calls)
+    usd = result.api_list_price_usd if isinstance(result, PricedUsage) else None
+    return usd, catalog.version
+
+
+@functools.cache
+def _catalog() -> PriceCatalog:
+    from pairlab.core.prices import load_catalog
+
+    return load_catalog()

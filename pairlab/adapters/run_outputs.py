@@ -16,6 +16,7 @@ import polars as pl
 
 from pairlab.adapters.forest_plot import write_forest_plot
 from pairlab.adapters.rundir import RunDir
+from pairlab.core.cohorts import resolve_min_pairs
 from pairlab.core.report import build_report_json, render_report_markdown
 from pairlab.core.schemas.episode import EpisodeRecord
 
@@ -128,7 +129,7 @@ def write_run_outputs(
         "episodes": len(records),
         "failed": sum(1 for r in records if not r.success),
         "excluded": sum(1 for r in records if r.excluded),
-        "min_pairs": params.min_pairs,
+        "min_pairs": resolve_min_pairs(params.min_pairs),
         "client": profile.client,
         "price_catalog_version": catalog_versions[-1] if catalog_versions else None,
         "include_transcript": params.include_transcript,

@@ -36,17 +36,14 @@ def _docker() -> Any:
 @pytest.fixture(scope="module")
 def client() -> Any:
     docker_client = _docker()
-    try:
-        docker_client.images.get(IMAGE)
-    except Exception:
-        build = subprocess.run(
-            ["bash", str(REPO_ROOT / "containers" / "build-images.sh")],
-            capture_output=True,
-            text=True,
-            timeout=900,
-            check=False,
-        )
-        assert build.returncode == 0, build.stderr[-3000:]
+    build = subprocess.run(
+        ["bash", str(REPO_ROOT / "containers" / "build-images.sh")],
+        capture_output=True,
+        text=True,
+        timeout=900,
+        check=False,
+    )
+    assert build.returncode == 0, build.stderr[-3000:]
     yield docker_client
     docker_client.close()
 

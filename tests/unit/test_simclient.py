@@ -125,7 +125,7 @@ def test_claude_records_match_truth_and_carry_the_traps(layout: SimLayout) -> No
     assert truth["vector"] == vec
     assert truth["api_calls"] == calls
     assert truth["vector"]["cache_write_generic"] is None and truth["vector"]["reasoning"] is None
-    assert truth["model"] == "claude-sonnet-4-5-20250929"
+    assert truth["model"] == "claude-sonnet-5"
 
     lines = _jsonl(main_file)
     assistant = [ln for ln in lines if ln["type"] == "assistant"]

@@ -22,7 +22,7 @@ from pairlab_simclient.format_result import FILLER, Clock, FormatResult, total_v
 from pairlab_simclient.usage_draw import CallUsage, EpisodeDraw
 
 CLAUDE_VERSION = "2.1.3"
-DEFAULT_MODEL = "claude-sonnet-4-5-20250929"
+DEFAULT_MODEL = "claude-sonnet-5"
 PRESENT = ("uncached_input", "cache_read", "cache_write_5m", "cache_write_1h", "output")
 
 

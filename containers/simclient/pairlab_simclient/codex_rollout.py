@@ -20,7 +20,7 @@ from pairlab_simclient.quota import QuotaCharge, codex_rate_limits
 from pairlab_simclient.usage_draw import CallUsage, EpisodeDraw
 
 CODEX_VERSION = "0.46.0"
-DEFAULT_MODEL = "gpt-5-codex"
+DEFAULT_MODEL = "gpt-5.6-terra"
 CONTEXT_WINDOW = 272000
 PRESENT = ("uncached_input", "cache_read", "output", "reasoning")
 
