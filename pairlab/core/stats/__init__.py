@@ -11,7 +11,7 @@ from pairlab.core.stats.bootstrap import (
     bootstrap_mean_intervals,
     draw_resample_counts,
     draw_resample_indices,
-    resampled_means,
+    resampled_sums,
 )
 from pairlab.core.stats.proportions import (
     mcnemar_exact_p,
@@ -32,7 +32,7 @@ __all__ = [
     "make_rng",
     "mcnemar_exact_p",
     "newcombe_paired_interval",
-    "resampled_means",
+    "resampled_sums",
     "wilson_interval",
     "z_value",
 ]

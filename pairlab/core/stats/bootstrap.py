@@ -8,15 +8,18 @@ every metric column of the cohort:
    ``int64`` for the same uniform draw);
 2. ``np.bincount`` turns them into a (B, n) matrix of counts (how often each
    pair appears in each resample);
-3. matrix products ``values.T @ counts.T / n`` give the (columns, B)
-   resampled means: no per-resample Python loop and no (B, n, columns) gather.
+3. matrix products ``(values - mean).T @ counts.T`` give the (columns, B)
+   centered resample sums (mean_b = mean + sum_b / n): no per-resample Python
+   loop and no (B, n, columns) gather. Centering keeps float32 sums accurate
+   (see :func:`bootstrap_mean_intervals`).
    The product runs in blocks of resamples small enough that OpenBLAS keeps
    each on the calling thread: parallelism comes from cohorts running in
    threads, and OpenBLAS's own threads busy-waiting against them were measured
    5-10x slower on 2 cores;
 4. the two percentile positions are found in place with two single-``kth``
    ``ndarray.partition`` calls (SIMD select) instead of a full sort, and
-   interpolated exactly as ``np.percentile``'s default (linear) method.
+   interpolated (in float64) as ``np.percentile``'s default (linear) method;
+   only the four selected sums per column are divided by n.
 
 Sharing one resample across a cohort's metrics is a *joint* bootstrap: within
 each resample the metrics come from the same pairs, so, e.g., the ladder
@@ -45,6 +48,7 @@ from scipy import special  # type: ignore[import-untyped]  # no stubs locked (sc
 FloatArray = NDArray[np.float64]
 BoolArray = NDArray[np.bool_]
 Method = Literal["percentile", "bca"]
+Precision = Literal["float32", "float64"]
 
 DEFAULT_RESAMPLES = 10_000
 DEFAULT_CONFIDENCE = 0.95
@@ -74,39 +78,45 @@ def draw_resample_indices(
     return rng.integers(0, n, (n_resamples, n), dtype=dtype)
 
 
-def draw_resample_counts(rng: np.random.Generator, n: int, n_resamples: int) -> FloatArray:
+def draw_resample_counts(
+    rng: np.random.Generator, n: int, n_resamples: int, dtype: Precision = "float32"
+) -> NDArray[np.floating[Any]]:
     """(n_resamples, n) matrix: how often each of ``n`` items is drawn in each resample."""
     idx = draw_resample_indices(rng, n, n_resamples)
     wide = np.int32 if n * n_resamples < np.iinfo(np.int32).max else np.int64
     offsets = (np.arange(n_resamples, dtype=wide) * n)[:, None]
     flat = np.add(idx, offsets, dtype=wide)
     counts = np.bincount(flat.ravel(), minlength=n_resamples * n).reshape(n_resamples, n)
-    return counts.astype(np.float64)
+    return counts.astype(dtype)
 
 
-def resampled_means(values: FloatArray, counts: FloatArray) -> FloatArray:
-    """(columns, B) means of each resample: ``values.T @ counts.T / n``, in blocks."""
+def resampled_sums(
+    values: NDArray[np.floating[Any]], counts: NDArray[np.floating[Any]]
+) -> NDArray[np.floating[Any]]:
+    """(columns, B) resample sums ``values.T @ counts.T``, in single-threaded GEMM blocks."""
     n, columns = values.shape
     n_resamples = counts.shape[0]
-    out = np.empty((columns, n_resamples), dtype=np.float64)
+    out = np.empty((columns, n_resamples), dtype=np.result_type(values, counts))
     step = max(1, _GEMM_BLOCK_MNK // max(1, n * columns))
     left = np.ascontiguousarray(values.T)
     for start in range(0, n_resamples, step):
         stop = min(start + step, n_resamples)
         np.matmul(left, counts[start:stop].T, out=out[:, start:stop])
-    out /= n
     return out
 
 
-def _lerp(a: FloatArray, b: FloatArray, t: FloatArray | float) -> FloatArray:
-    # np.percentile's linear interpolation, written the same way (same rounding).
+def _lerp(
+    a: NDArray[np.floating[Any]], b: NDArray[np.floating[Any]], t: FloatArray | float
+) -> FloatArray:
+    # np.percentile's linear interpolation, written the same way, in float64.
+    a, b = a.astype(np.float64), b.astype(np.float64)
     diff = b - a
     out = a + diff * t
     return np.where(np.asarray(t) >= 0.5, b - diff * (1 - np.asarray(t)), out)
 
 
 def _percentile_pair(
-    reps: FloatArray, q_low: float, q_high: float
+    reps: NDArray[np.floating[Any]], q_low: float, q_high: float
 ) -> tuple[FloatArray, FloatArray]:
     """Linear-interpolated quantiles ``q_low`` < ``q_high`` of each row (reorders ``reps``)."""
     n_rep = reps.shape[1]
@@ -114,19 +124,19 @@ def _percentile_pair(
     f_low, f_high = math.floor(h_low), math.floor(h_high)
     k1 = f_low + 1
     if n_rep < 4 or k1 + 1 >= f_high:
-        got = np.quantile(reps, [q_low, q_high], axis=1)
+        got = np.quantile(reps.astype(np.float64), [q_low, q_high], axis=1)
         return got[0], got[1]
     reps.partition(k1, axis=1)
-    low = _lerp(reps[:, :k1].max(axis=1), reps[:, k1].copy(), h_low - f_low)
+    low = _lerp(reps[:, :k1].max(axis=1), reps[:, k1], h_low - f_low)
     tail = reps[:, k1 + 1 :]
     k2 = f_high - k1 - 1  # order statistic f_high of the row is k2 of the tail
     tail.partition(k2, axis=1)
     upper_next = tail[:, k2 + 1 :].min(axis=1) if k2 + 1 < tail.shape[1] else tail[:, k2]
-    high = _lerp(tail[:, k2].copy(), upper_next, h_high - f_high)
+    high = _lerp(tail[:, k2], upper_next, h_high - f_high)
     return low, high
 
 
-def _per_row_quantile(sorted_reps: FloatArray, q: FloatArray) -> FloatArray:
+def _per_row_quantile(sorted_reps: NDArray[np.floating[Any]], q: FloatArray) -> FloatArray:
     n_rep = sorted_reps.shape[1]
     h = (n_rep - 1) * q
     f = np.clip(np.floor(h).astype(np.int64), 0, n_rep - 1)
@@ -136,12 +146,14 @@ def _per_row_quantile(sorted_reps: FloatArray, q: FloatArray) -> FloatArray:
 
 
 def _bca_bounds(
-    values: FloatArray, estimate: FloatArray, reps: FloatArray, confidence: float
+    values: FloatArray, sums: NDArray[np.floating[Any]], confidence: float
 ) -> tuple[FloatArray, FloatArray, BoolArray]:
-    """BCa limits per column (Efron & Tibshirani 14.3, as SciPy); NaN where undefined."""
-    n, n_rep = values.shape[0], reps.shape[1]
-    below = np.count_nonzero(reps < estimate[:, None], axis=1)
-    at_or_below = np.count_nonzero(reps <= estimate[:, None], axis=1)
+    """BCa limits of the centered resample sums per column (Efron & Tibshirani 14.3,
+    as SciPy): NaN where undefined. A resample mean is below the estimate exactly
+    when its centered sum is below zero."""
+    n, n_rep = values.shape[0], sums.shape[1]
+    below = np.count_nonzero(sums < 0, axis=1)
+    at_or_below = np.count_nonzero(sums <= 0, axis=1)
     z0 = special.ndtri((below + at_or_below) / (2.0 * n_rep))
     # Jackknife of the mean is closed-form: leave-one-out means (S - x_i) / (n - 1).
     jack = (values.sum(axis=0)[None, :] - values) / (n - 1)
@@ -154,7 +166,7 @@ def _bca_bounds(
         alpha_1 = special.ndtr(z0 + num1 / (1 - accel * num1))
         alpha_2 = special.ndtr(z0 + num2 / (1 - accel * num2))
     ok = np.isfinite(alpha_1) & np.isfinite(alpha_2)
-    sorted_reps = np.sort(reps, axis=1)
+    sorted_reps = np.sort(sums, axis=1)
     low = _per_row_quantile(sorted_reps, np.where(ok, alpha_1, 0.5))
     high = _per_row_quantile(sorted_reps, np.where(ok, alpha_2, 0.5))
     return np.where(ok, low, np.nan), np.where(ok, high, np.nan), ok
@@ -167,11 +179,18 @@ def bootstrap_mean_intervals(
     n_resamples: int = DEFAULT_RESAMPLES,
     confidence: float = DEFAULT_CONFIDENCE,
     method: Method = "percentile",
+    precision: Precision = "float32",
 ) -> MeanIntervals:
     """Bootstrap intervals of the mean of each column of ``values`` (n rows, finite).
 
-    All columns share one resample of the rows (a joint bootstrap). ``n`` must
-    be at least 2.
+    All columns share one resample of the rows (a joint bootstrap); ``n`` must
+    be at least 2. A resample mean is computed as ``mean + sum(count * (x -
+    mean)) / n``: estimate, centering and interpolation are float64; the
+    resampled centered sums use ``precision``. In float32 their rounding
+    (about 1e-7 of the data's spread) is some five orders of magnitude below
+    the Monte-Carlo error of a 10,000-resample endpoint, and it halves the
+    memory traffic of the two dominant steps (product and selection).
+    ``"float64"`` is the reference path.
     """
     data = np.asarray(values, dtype=np.float64)
     if data.ndim == 1:
@@ -185,27 +204,27 @@ def bootstrap_mean_intervals(
         raise ValueError("n_resamples must be at least 2")
     if not 0.0 < confidence < 1.0:
         raise ValueError(f"confidence must be in (0, 1), got {confidence}")
+    if method not in ("percentile", "bca"):
+        raise ValueError(f"unknown bootstrap method {method!r}")
     estimate = data.mean(axis=0)
     degenerate = np.all(data == data[:1], axis=0)
+    centered = (data - estimate).astype(precision)
     if data.shape[1] == 1:
         # One column: gathering the resampled values is cheaper than counts + GEMM
         # (same draws, so the same resamples; sums differ only in rounding order).
         idx = draw_resample_indices(rng, n, n_resamples)
-        reps = data[:, 0][idx].sum(axis=1)[None, :]
-        reps /= n
+        sums = centered[:, 0][idx].sum(axis=1)[None, :]
     else:
-        reps = resampled_means(data, draw_resample_counts(rng, n, n_resamples))
+        sums = resampled_sums(centered, draw_resample_counts(rng, n, n_resamples, precision))
     alpha = (1.0 - confidence) / 2.0
     fallback = np.zeros(data.shape[1], dtype=np.bool_)
     if method == "bca":
-        low, high = _percentile_pair(reps.copy(), alpha, 1.0 - alpha)
-        b_low, b_high, ok = _bca_bounds(data, estimate, reps, confidence)
+        b_low, b_high, ok = _bca_bounds(data, sums, confidence)
+        low, high = _percentile_pair(sums, alpha, 1.0 - alpha)
         fallback = ~ok & ~degenerate
         low, high = np.where(ok, b_low, low), np.where(ok, b_high, high)
-    elif method == "percentile":
-        low, high = _percentile_pair(reps, alpha, 1.0 - alpha)
     else:
-        raise ValueError(f"unknown bootstrap method {method!r}")
-    low = np.where(degenerate, estimate, low)
-    high = np.where(degenerate, estimate, high)
+        low, high = _percentile_pair(sums, alpha, 1.0 - alpha)
+    low = np.where(degenerate, estimate, estimate + low / n)
+    high = np.where(degenerate, estimate, estimate + high / n)
     return MeanIntervals(estimate, low, high, degenerate, fallback)
