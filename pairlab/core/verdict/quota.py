@@ -4,8 +4,8 @@ Each (provider, window) interval present in both runs passes these gates in
 order; the first that fails makes it not evaluable:
 
 1. both used_percent endpoints known            else missing-quota-telemetry
-2. equal durations, same reset identity/time
-   in both arms                                   else quota-interval-mismatch
+2. equal durations (within DURATION_TOLERANCE),
+   same reset identity/time in both arms         else quota-interval-mismatch
 3. same-reset continuity, one reset identity and
    time from start to end, end before resets_at  else quota-reset-crossing
 4. unrelated concurrent use explicitly false     else unrelated-concurrent-quota-use
@@ -17,11 +17,17 @@ candidate − baseline > U is a regression (rejected); an increase within U is
 inconclusive; baseline − candidate > U is a reduction. Supported needs matching
 provider/window sets, every interval evaluable, no increase, and at least one
 reduction. Arithmetic is decimal on the values as written, so 0.1 + 0.2 is 0.3.
+
+Durations count as equal when they differ by at most max(1 s, 1 % of the longer
+one): a trial schedules both arms' intervals to the same length, but the "after"
+observation is taken a few milliseconds late. A larger difference (e.g. a run
+that outlasted its scheduled interval) is still a mismatch.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from datetime import timedelta
 from decimal import Decimal
 from enum import StrEnum
 
@@ -64,6 +70,17 @@ class QuotaComparison:
         }
 
 
+DURATION_TOLERANCE_S = 1.0  # absolute floor of the equal-duration tolerance
+DURATION_TOLERANCE_SHARE = 0.01  # relative part: 1 % of the longer duration
+
+
+def equal_durations(a: timedelta, b: timedelta) -> bool:
+    """|a - b| <= max(1 s, 1 % of the longer duration)."""
+    longest = max(a, b).total_seconds()
+    allowed = max(DURATION_TOLERANCE_S, DURATION_TOLERANCE_SHARE * longest)
+    return abs((a - b).total_seconds()) <= allowed
+
+
 def _exact(value: float) -> Decimal:
     return Decimal(repr(value))
 
@@ -84,8 +101,9 @@ def _gate(base: QuotaInterval, cand: QuotaInterval) -> VerdictReason | None:
     pair = (base, cand)
     if any(p.used_percent is None for i in pair for p in (i.start, i.end)):
         return VerdictReason.MISSING_QUOTA_TELEMETRY
-    if (base.end.observed_at - base.start.observed_at) != (
-        cand.end.observed_at - cand.start.observed_at
+    if not equal_durations(
+        base.end.observed_at - base.start.observed_at,
+        cand.end.observed_at - cand.start.observed_at,
     ) or (base.start.reset_id, base.start.resets_at) != (cand.start.reset_id, cand.start.resets_at):
         return VerdictReason.QUOTA_INTERVAL_MISMATCH
     if any(_crosses_reset(i) for i in pair):
