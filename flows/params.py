@@ -6,6 +6,8 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from flows.dispatch_params import DispatchParams
+
 Arm = Literal["baseline", "optimizer", "retrieval", "full"]
 
 
@@ -48,3 +50,113 @@ class EvidenceEvalParams(BaseModel):
     concurrency: int = Field(1, ge=1, le=32, description="Pairs run at the same time")
     run_id: str | None = Field(None, description="Resume this run id (empty = new run)")
     work_dir: str = Field(".pairlab/work", description="Local working directory for run staging")
+    dispatch: DispatchParams = Field(
+        default_factory=DispatchParams,  # type: ignore[arg-type]
+        description="Scale-out: run pairs in this flow or on a work pool; per-account episode limit",
+    )
+
+
+Stratum = Literal["cold", "warm"]
+EffectDimension = Literal[
+    "uncached_input", "cache_read", "cache_write_5m", "cache_write_1h", "output"
+]
+
+# The default candidate revision of the simulator trial: a genuinely cheaper
+# implementation (every billed dimension lower), so a supported verdict is reachable.
+CANDIDATE_V2_EFFECTS: dict[str, float] = {
+    "uncached_input": 0.4,
+    "cache_read": 0.3,
+    "cache_write_5m": 0.5,
+    "cache_write_1h": 0.5,
+    "output": 0.8,
+}
+
+
+class CanaryTrialParams(BaseModel):
+    """A paired baseline/candidate canary on frozen fixtures; waits for explicit approval."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    suite: str = Field("core", description="Task suite id under catalog/suites/")
+    task_filter: list[str] = Field(
+        default_factory=lambda: ["fix-median", "config-production-cache"],
+        min_length=1,
+        description="The frozen workload: task ids of the suite",
+    )
+    profile: str = Field("sim", description="Runner profile under runner_profiles/")
+    model: str | None = Field(None, description="Model assignment (profile default if empty)")
+    effort: str | None = Field(None, description="Effort assignment, if the client has one")
+    backend: Literal["local", "docker"] = Field("local", description="Where episodes run")
+    strata: list[Stratum] = Field(
+        default_factory=lambda: ["cold", "warm"],
+        min_length=1,
+        description="Pre-declared strata (never combined): cold = fresh graph; warm = graph pre-seeded",
+    )
+    repetitions: int = Field(
+        2, ge=1, le=50, description="Pairs per task and stratum (AB/BA alternating)"
+    )
+    seed: int = Field(0, ge=0, description="Recorded seed for the AB/BA order and the simulator")
+    intervention_id: str = Field("sim-candidate-v2", description="Name of the one intervention")
+    baseline_revision: str = Field(
+        "sim-effects:baseline", description="Baseline implementation revision"
+    )
+    candidate_revision: str = Field(
+        "sim-effects:candidate-v2", description="Candidate implementation revision"
+    )
+    baseline_effects: dict[EffectDimension, float] = Field(
+        default_factory=dict,
+        description="Simulator: token effects of the baseline revision (1 = none)",
+    )
+    candidate_effects: dict[EffectDimension, float] = Field(
+        default_factory=lambda: dict(CANDIDATE_V2_EFFECTS),
+        description="Simulator: token effects of the candidate revision (<1 = fewer tokens)",
+    )
+    sim_solve_p: float = Field(
+        1.0, ge=0, le=1, description="Simulator: probability an episode solves"
+    )
+    sim_five_hour_budget_tokens: int = Field(
+        300_000, ge=1, description="Simulator: five-hour window budget of the trial's fresh account"
+    )
+    sim_seven_day_budget_tokens: int = Field(
+        30_000_000,
+        ge=1,
+        description="Simulator: seven-day window budget of the trial's fresh account",
+    )
+    estimated_tokens_per_episode: int = Field(
+        20_000,
+        ge=1,
+        description="Budget estimate shown before approval (billed tokens per episode)",
+    )
+    quota_interval_s: float = Field(
+        4.0,
+        gt=0,
+        le=3600,
+        description="Scheduled quota interval per run (must exceed run + grading)",
+    )
+    unrelated_concurrent_use: bool | None = Field(
+        None,
+        description="Operator assertion: other use of the account during the trial (empty = unknown)",
+    )
+    approval_timeout_s: int = Field(3600, ge=1, description="How long to wait for approval")
+    review_dimensions: list[str] = Field(
+        default_factory=lambda: ["grader-correctness"],
+        min_length=1,
+        description="Independent review dimensions (derived from the graders)",
+    )
+    store: str = Field("pairlab-store", description="Local directory or s3://bucket/prefix")
+    on_secret: Literal["redact", "refuse"] = Field(
+        "redact", description="Secrets found before publishing"
+    )
+    run_id: str | None = Field(None, description="Resume this trial id (empty = new trial)")
+    work_dir: str = Field(".pairlab/work", description="Local working directory for run staging")
+    keep_workspaces: bool = Field(
+        False, description="Keep episode volumes/directories for debugging"
+    )
+
+
+class CompareArtifactParams(BaseModel):
+    """Judge a version-1 comparison artifact offline (never changes anything)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    artifact_path: str = Field(description="Path of the artifact JSON (at most 16 MiB)")

@@ -1,0 +1,133 @@
+"""The canary-trial flow through the real Prefect engine and a real Prefect server.
+
+The run pauses after freezing its manifest and runs nothing until a valid
+approval resumes it; an invalid approval (approve without the budget
+acknowledgement) is refused by the server and the run stays paused; a
+rejection ends it with zero episodes executed.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from pairlab.core.verdict import judge_file
+from tests.canary_trial_support import (
+    flow_run_of,
+    resume,
+    simclient_processes,
+    start_trial,
+    wait_for_input_schema,
+    wait_for_state,
+)
+
+pytestmark = [pytest.mark.prefect, pytest.mark.timeout(900)]
+
+
+def _assert_nothing_ran(run_dir: Path, trial_id: str) -> None:
+    assert not (run_dir / "episodes").exists()
+    assert not (run_dir / "trials" / "evidence").exists()
+    assert not (run_dir.parent.parent / "sim-accounts" / trial_id).exists()
+    assert simclient_processes(trial_id) == []
+
+
+def test_approved_trial_runs_interleaved_and_is_judged(prefect_server: Any, tmp_path: Path) -> None:
+    trial = start_trial(prefect_server, tmp_path, "canary-it-approve")
+    try:
+        run = wait_for_state(prefect_server, trial, "Paused")
+        wait_for_input_schema(prefect_server, run["id"])
+        manifest = json.loads((trial.run_dir / "trials" / "manifest.json").read_text())
+        assert manifest["changed_dimensions"] == ["implementation-revision"]
+        assert len(manifest["planned"]) == 16  # 2 tasks x cold/warm x 2 reps x 2 arms
+        assert all(f["fixture_digest"].startswith("sha256:") for f in manifest["fixtures"])
+        _assert_nothing_ran(trial.run_dir, trial.trial_id)
+
+        refused = resume(
+            prefect_server,
+            run["id"],
+            {"approve": True, "approver": "ops-alice", "note": "", "budget_acknowledged": False},
+        )
+        assert refused["status"] == "REJECT"
+        assert flow_run_of(prefect_server, trial.trial_id)["state_name"] == "Paused"
+        _assert_nothing_ran(trial.run_dir, trial.trial_id)
+
+        accepted = resume(
+            prefect_server,
+            run["id"],
+            {"approve": True, "approver": "ops-alice", "note": "go", "budget_acknowledged": True},
+        )
+        assert accepted["status"] == "ACCEPT"
+        result = trial.result()
+    finally:
+        trial.stop()
+
+    assert result["outcome"] == "completed" and result["episodes"] == 16
+    trials = trial.run_dir / "trials"
+    approval = json.loads((trials / "approval.json").read_text())
+    assert approval["approver"] == "ops-alice" and approval["budget_acknowledged"] is True
+    artifact = json.loads((trials / "artifact.json").read_text())
+    assert artifact["schema_version"] == 1 and len(artifact["pairs"]) == 8
+    assert {p["stratum"] for p in artifact["pairs"]} == {"cold", "warm"}
+    # AB/BA interleaving: within each stratum and task the first arm alternates
+    planned = manifest["planned"]
+    firsts = [(p["stratum"], p["task_id"], p["arm"]) for p in planned if p["order"] == 0]
+    for stratum in ("cold", "warm"):
+        for task in ("fix-median", "config-production-cache"):
+            arms = [a for s, t, a in firsts if s == stratum and t == task]
+            assert arms[0] != arms[1]
+    # equal scheduled intervals: every measured interval lasts quota_interval_s (within tolerance)
+    for pair in artifact["pairs"]:
+        for run_ in (pair["baseline"], pair["candidate"]):
+            assert {q["window"] for q in run_["quota_intervals"]} == {"five-hour", "seven-day"}
+            assert run_["latency"]["critical_path_ms"] is not None
+            assert run_["latency"]["notification_ms"] is not None
+    verdict = json.loads((trials / "verdict.json").read_text())
+    assert verdict == judge_file(trials / "artifact.json").to_json()
+    assert result["verdict"] == verdict["verdict"]
+    # a genuinely cheaper candidate on a private account: the subscription verdict is supported
+    # unless an interval overran (then honestly inconclusive)
+    if not result["interval_overruns"]:
+        assert verdict["subscription_verdict"] == "supported-candidate", verdict
+    published = Path(tmp_path / "store" / "runs" / trial.trial_id / "manifest.json")
+    store_manifest = json.loads(published.read_text())
+    assert store_manifest["approval"]["approver"] == "ops-alice"
+    assert store_manifest["verdict"] == verdict["verdict"]
+
+
+def test_rejected_trial_executes_nothing(prefect_server: Any, tmp_path: Path) -> None:
+    trial = start_trial(prefect_server, tmp_path, "canary-it-reject")
+    try:
+        run = wait_for_state(prefect_server, trial, "Paused")
+        wait_for_input_schema(prefect_server, run["id"])
+        answer = resume(
+            prefect_server,
+            run["id"],
+            {"approve": False, "approver": "ops-bob", "note": "budget too high"},
+        )
+        assert answer["status"] == "ACCEPT"
+        result = trial.result()
+    finally:
+        trial.stop()
+    assert result["outcome"] == "rejected" and result["episodes"] == 0
+    assert "ops-bob" in result["reason"]
+    approval = json.loads((trial.run_dir / "trials" / "approval.json").read_text())
+    assert approval["outcome"] == "rejected" and approval["approved"] is False
+    _assert_nothing_ran(trial.run_dir, trial.trial_id)
+    assert not (trial.run_dir / "trials" / "artifact.json").exists()
+
+
+def test_approval_timeout_executes_nothing(prefect_server: Any, tmp_path: Path) -> None:
+    trial = start_trial(
+        prefect_server, tmp_path, "canary-it-timeout", approval_timeout_s=3, strata=["cold"]
+    )
+    try:
+        result = trial.result()
+    finally:
+        trial.stop()
+    assert result["outcome"] == "timeout" and result["episodes"] == 0
+    approval = json.loads((trial.run_dir / "trials" / "approval.json").read_text())
+    assert approval["outcome"] == "timeout" and approval["approver"] is None
+    _assert_nothing_ran(trial.run_dir, trial.trial_id)
