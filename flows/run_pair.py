@@ -1,0 +1,52 @@
+"""The ``run-pair`` flow: one pair of an eval run, on whichever worker picks it up.
+
+Deployed to a work pool (infra/prefect.yaml) and started by the evidence-eval
+flow in ``dispatch.mode="work-pool"`` (flows/dispatch.py). It runs the pair's
+episodes in planned order with the same ``run-pair`` task the in-process mode
+uses, skipping episodes already persisted in the shared run directory, so a
+re-dispatched pair resumes where the crashed attempt stopped.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from prefect import flow, get_run_logger
+
+from flows.dispatch import PAIR_FLOW_NAME, RunPairRequest
+from flows.evidence_eval import run_pair
+from pairlab.adapters.backends.base import make_backend
+from pairlab.adapters.episode_io import load_eval_inputs, sim_account_dir
+from pairlab.adapters.rundir import RECORD_FILE, RunDir
+from pairlab.core.schemas.episode import EpisodeRecord
+
+
+@flow(name=PAIR_FLOW_NAME, validate_parameters=True, log_prints=False)
+def run_pair_flow(request: RunPairRequest) -> list[str]:
+    """Run the episodes of one pair in planned order; return their episode ids."""
+    params = request.params
+    work_dir = Path(params.work_dir)
+    suite, profile = load_eval_inputs(params.suite, params.profile)
+    run_dir = RunDir(work_dir, request.run_id).ensure()
+    done: dict[str, EpisodeRecord] = {}
+    for planned in request.pair:
+        path = run_dir.episode_dir(planned.episode_id) / RECORD_FILE
+        if path.exists():
+            done[planned.episode_id] = EpisodeRecord.model_validate_json(path.read_bytes())
+    get_run_logger().info(
+        "pair %s: %d episodes, %d already recorded",
+        request.pair[0].pair_id,
+        len(request.pair),
+        len(done),
+    )
+    records = run_pair(
+        request.pair,
+        params=params,
+        suite=suite,
+        profile=profile,
+        backend=make_backend(params.backend, run_id=request.run_id),
+        run_dir=run_dir,
+        account_dir=sim_account_dir(work_dir, profile),
+        done=done,
+    )
+    return [r.episode_id for r in records]
