@@ -18,6 +18,8 @@ from prefect.artifacts import create_progress_artifact, update_progress_artifact
 from prefect.cache_policies import NO_CACHE
 from prefect.task_runners import ThreadPoolTaskRunner
 
+from flows.dispatch import dispatch_pair
+from flows.episode_attempt import episode_attempt
 from flows.params import EvidenceEvalParams
 from pairlab.adapters import progress as progress_events
 from pairlab.adapters.backends.base import EpisodeSpec, ExecutionBackend, make_backend
@@ -169,17 +171,18 @@ def run_pair(
         if planned.episode_id in done:
             records.append(done[planned.episode_id])
             continue
-        records.append(
-            _execute_one(
-                planned,
-                params=params,
-                suite=suite,
-                profile=profile,
-                backend=backend,
-                run_dir=run_dir,
-                account_dir=account_dir,
+        with episode_attempt(params.dispatch, run_dir, planned.episode_id):  # flows/episode_attempt.py
+            records.append(
+                _execute_one(
+                    planned,
+                    params=params,
+                    suite=suite,
+                    profile=profile,
+                    backend=backend,
+                    run_dir=run_dir,
+                    account_dir=account_dir,
+                )
             )
-        )
     return records
 
 
@@ -223,6 +226,10 @@ def evidence_eval(params: EvidenceEvalParams) -> dict[str, Any]:
     running: dict[concurrent.futures.Future[Any], Any] = {}
 
     def submit(pair: list[PlannedEpisode]) -> None:
+        if params.dispatch.mode == "work-pool":  # scale-out: flows/dispatch.py
+            fut = dispatch_pair.submit(pair, params=params, run_dir=run_dir)
+            running[fut.wrapped_future] = fut
+            return
         fut = run_pair.submit(
             pair,
             params=params,
