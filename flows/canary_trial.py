@@ -360,6 +360,7 @@ def run_canary_episode(
         fixture_dir=suite.fixture_path(entry),
         workspace_subdir=entry.workspace,
         solution_dir=suite.solution_path(entry) if profile.mount_solution else None,
+        final_answer=entry.final_answer if profile.mount_solution else None,
         model=params.model,
         timeout_s=profile.timeout_s,
         keep_workspace=params.keep_workspaces,

@@ -83,6 +83,7 @@ def _execute_one(
         fixture_dir=suite.fixture_path(task_entry),
         workspace_subdir=task_entry.workspace,
         solution_dir=suite.solution_path(task_entry) if profile.mount_solution else None,
+        final_answer=task_entry.final_answer if profile.mount_solution else None,
         model=params.model,
         timeout_s=profile.timeout_s,
         keep_workspace=params.keep_workspaces,

@@ -89,6 +89,7 @@ def run_one_episode(
         fixture_dir=suite.fixture_path(task),
         workspace_subdir=task.workspace,
         solution_dir=suite.solution_path(task) if profile.mount_solution else None,
+        final_answer=task.final_answer if profile.mount_solution else None,
         model=model,
         timeout_s=timeout_s or profile.timeout_s,
         keep_workspace=keep,

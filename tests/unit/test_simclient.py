@@ -620,3 +620,15 @@ def test_version() -> None:
         check=True,
     )
     assert re.fullmatch(r"simclient \d+\.\d+\.\d+\n", out.stdout)
+
+
+def test_declared_final_answer_wins_over_the_solution_file(layout: SimLayout) -> None:
+    proc = run_sim(
+        layout,
+        "claude",
+        PAIRLAB_SIM_EFFECTS='{"baseline": {"solve_p": 1.0}}',
+        PAIRLAB_TASK_FINAL_ANSWER="INVENTORY_CACHE_DIR\n  (default ~/.cache)",
+    )
+    assert proc.returncode == 0
+    assert proc.stdout.splitlines()[-1] == "FINAL ANSWER: INVENTORY_CACHE_DIR (default ~/.cache)"
+    assert layout.truth()["final_answer"] == "INVENTORY_CACHE_DIR (default ~/.cache)"

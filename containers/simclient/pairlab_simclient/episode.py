@@ -71,7 +71,7 @@ def run_episode(
     if solved:
         assert env.solution_dir is not None
         written = apply_solution(env.solution_dir, env.workspace)
-    answer = read_final_answer(env.solution_dir) if solved else UNSOLVED_ANSWER
+    answer = read_final_answer(env.solution_dir, env.final_answer) if solved else UNSOLVED_ANSWER
     rng = env.rng("narrative")
     final_text = f"{rng.choice(FILLER)}\nFINAL ANSWER: {answer}"
 

@@ -55,6 +55,7 @@ class EpisodeEnv:
     state_dir: Path | None
     graph_dir: Path | None
     solution_dir: Path | None
+    final_answer: str | None
     account_dir: Path | None
     claude_config_dir: Path
     codex_home: Path
@@ -88,6 +89,7 @@ def read_episode_env(environ: dict[str, str], prompt: str, cwd: str | None) -> E
         state_dir=_path(environ, "PAIRLAB_STATE_DIR"),
         graph_dir=_path(environ, "PAIRLAB_GRAPH_DIR"),
         solution_dir=_path(environ, "PAIRLAB_TASK_SOLUTION"),
+        final_answer=environ.get("PAIRLAB_TASK_FINAL_ANSWER") or None,
         account_dir=_path(environ, "PAIRLAB_SIM_ACCOUNT_DIR"),
         claude_config_dir=_path(environ, "CLAUDE_CONFIG_DIR") or home / ".claude",
         codex_home=_path(environ, "CODEX_HOME") or home / ".codex",

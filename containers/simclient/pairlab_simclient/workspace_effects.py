@@ -31,7 +31,10 @@ def apply_solution(solution_dir: Path, workspace: Path) -> list[str]:
     return written
 
 
-def read_final_answer(solution_dir: Path | None) -> str:
+def read_final_answer(solution_dir: Path | None, declared: str | None = None) -> str:
+    """The task's declared answer (PAIRLAB_TASK_FINAL_ANSWER) or the solution's .final_answer."""
+    if declared and declared.strip():
+        return " ".join(declared.split())
     if solution_dir is not None:
         try:
             text = (solution_dir / FINAL_ANSWER_FILE).read_text(encoding="utf-8").strip()

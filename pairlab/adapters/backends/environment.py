@@ -117,6 +117,8 @@ def build_env(
         env["PAIRLAB_MODEL"] = spec.model
     if paths.solution is not None:
         env["PAIRLAB_TASK_SOLUTION"] = paths.solution
+        if spec.final_answer:
+            env["PAIRLAB_TASK_FINAL_ANSWER"] = spec.final_answer
     if paths.account is not None:
         env["PAIRLAB_SIM_ACCOUNT_DIR"] = paths.account
     secrets = {name: host_env[name] for name in profile.secrets if name in host_env}
