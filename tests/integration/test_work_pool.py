@@ -124,27 +124,27 @@ def cluster(
     cluster = Cluster(server=prefect_server, root=root, env=env)
     try:
         for name in WORKERS:
-            log = (root / f"{name}.log").open("wb")
-            cluster.workers[name] = subprocess.Popen(
-                [
-                    *prefect,
-                    "worker",
-                    "start",
-                    "--pool",
-                    POOL,
-                    "--type",
-                    "process",
-                    "--name",
-                    name,
-                    "--limit",
-                    "1",
-                ],
-                env={**env, "PAIRLAB_WORKER_NAME": name},
-                cwd=root,
-                stdout=log,
-                stderr=subprocess.STDOUT,
-                start_new_session=True,
-            )
+            with (root / f"{name}.log").open("wb") as log:  # the child keeps its own descriptor
+                cluster.workers[name] = subprocess.Popen(
+                    [
+                        *prefect,
+                        "worker",
+                        "start",
+                        "--pool",
+                        POOL,
+                        "--type",
+                        "process",
+                        "--name",
+                        name,
+                        "--limit",
+                        "1",
+                    ],
+                    env={**env, "PAIRLAB_WORKER_NAME": name},
+                    cwd=root,
+                    stdout=log,
+                    stderr=subprocess.STDOUT,
+                    start_new_session=True,
+                )
         deadline = time.monotonic() + 240
         while _online_workers(env) != set(WORKERS):
             assert time.monotonic() < deadline, "workers did not come online"
@@ -192,15 +192,15 @@ def _params(cluster: Cluster, name: str, run_id: str, *, repetitions: int, dispa
 
 
 def _start_eval(cluster: Cluster, name: str, params: str) -> subprocess.Popen[bytes]:
-    log = (cluster.root / f"{name}.log").open("wb")
-    return subprocess.Popen(
-        [sys.executable, "-c", EVAL_CODE, params],
-        env=cluster.env,
-        cwd=REPO_ROOT,
-        stdout=log,
-        stderr=subprocess.STDOUT,
-        start_new_session=True,
-    )
+    with (cluster.root / f"{name}.log").open("wb") as log:
+        return subprocess.Popen(
+            [sys.executable, "-c", EVAL_CODE, params],
+            env=cluster.env,
+            cwd=REPO_ROOT,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
 
 
 def _finish(cluster: Cluster, name: str, proc: subprocess.Popen[bytes]) -> dict[str, Any]:
