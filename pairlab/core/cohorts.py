@@ -472,7 +472,11 @@ class _CohortBootstrap:
             return
         flat = block.reshape(block.shape[0], -1)
         # Columns observed in the same pairs share one resample of those pairs.
-        patterns, which = np.unique(~np.isnan(flat[:, eligible]).T, axis=0, return_inverse=True)
+        seen = ~np.isnan(flat[:, eligible])
+        if seen.all():  # the usual case: one pattern, every pair
+            patterns, which = seen[:, :1].T, np.zeros(eligible.size, dtype=np.int64)
+        else:
+            patterns, which = np.unique(seen.T, axis=0, return_inverse=True)
         for p, rows in enumerate(patterns):
             cols = eligible[which.ravel() == p]
             rng = make_rng(self.run_id, key, "pairs", [pair_ids[r] for r in np.flatnonzero(rows)])

@@ -366,3 +366,26 @@ def test_episodes_frame_keeps_nulls() -> None:
     frame = episodes_frame([episode(0, "baseline", None, latencyMs=12.5)])
     row = frame.row(0, named=True)
     assert row["totalTokens"] is None and row["latencyMs"] == 12.5 and row["outputTokens"] is None
+
+
+def test_a_metric_with_nulls_resamples_only_its_own_pairs_from_its_own_seed() -> None:
+    import numpy as np
+
+    from pairlab.core.stats import bootstrap_mean_intervals, make_rng
+
+    records = cohort_records(7)
+    records[3] = episode(1, "optimizer", None, latencyMs=records[3].latency_ms)
+    analysis = analyse_cohorts(records, run_id="run-a", min_pairs=5, n_resamples=3000)
+    e = effect(analysis.to_json()["cohorts"][0], "optimizer", "baseline", "totalTokens")
+    kept = [r for r in range(7) if r != 1]
+    diffs = np.array(
+        [records[2 * r + 1].total_tokens - records[2 * r].total_tokens for r in kept],  # type: ignore[operator]
+        dtype=float,
+    )
+    key = ("sim", "1.0", "sim-model", "2025-01", "t1", "default")
+    pair_ids = sorted(make_pair_id("run-a", "t1", r) for r in kept)
+    expected = bootstrap_mean_intervals(
+        diffs, make_rng("run-a", key, "pairs", pair_ids), n_resamples=3000
+    )
+    assert e["n"] == 6
+    assert (e["ciLow"], e["ciHigh"]) == (float(expected.low[0]), float(expected.high[0]))
