@@ -187,6 +187,14 @@ def run(n_cohorts: int = 10_000, pairs: int = 25, resamples: int = 10_000) -> li
             ratio >= TARGET_RATIO,
         ),
         Result(
+            f"aggregate: analysis CPU time, all threads (informational; {os.cpu_count()} cores, "
+            f"load {os.getloadavg()[0]:.1f})",
+            figures["analyse_cpu_s"],
+            "s",
+            "info",
+            True,
+        ),
+        Result(
             "aggregate: to_json (all cohorts, informational)",
             figures["to_json_s"],
             "s",
