@@ -14,7 +14,6 @@ from typing import Annotated
 import typer
 
 from pairlab.cli.output import emit_json
-from pairlab.core.cohorts import analyse_cohorts, render_cohort_table, resolve_min_pairs
 from pairlab.core.errors import InvalidInputError, ReasonCode
 from pairlab.core.schemas.episode import EpisodeRecord, iter_episode_lines
 
@@ -65,6 +64,9 @@ def register(app: typer.Typer) -> None:
         as_json: Annotated[bool, typer.Option("--json", help="print JSON")] = False,
     ) -> None:
         """Per-cohort paired effects with bootstrap intervals and correctness."""
+        # Imported here: scipy/polars take seconds to import, every other command would pay it.
+        from pairlab.core.cohorts import analyse_cohorts, render_cohort_table, resolve_min_pairs
+
         gate = resolve_min_pairs(min_pairs)
         records = read_episode_log(episodes)
         analysis = analyse_cohorts(

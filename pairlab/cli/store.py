@@ -12,7 +12,6 @@ from typing import Annotated, Literal
 
 import typer
 
-from pairlab.adapters.publish import publish_run_detailed
 from pairlab.adapters.store import open_store
 from pairlab.adapters.store.runs import list_runs, pull_run, split_run_url
 from pairlab.cli.output import emit_json
@@ -32,6 +31,8 @@ def register(app: typer.Typer) -> None:
         as_json: Annotated[bool, typer.Option("--json", help="Print the outcome as JSON")] = False,
     ) -> None:
         """Redact and publish a run: every object first, manifest.json last (idempotent)."""
+        from pairlab.adapters.publish import publish_run_detailed  # polars: import on use
+
         store = open_store(to)
         outcome = publish_run_detailed(run_dir, store, policy=on_secret)
         if as_json:
