@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import os
 import threading
-from typing import Any
+from typing import TYPE_CHECKING, Any, cast
 
 from prefect import get_run_logger, task
 from prefect.cache_policies import NO_CACHE
@@ -49,6 +49,9 @@ TERMINAL_EVENTS = [
     "prefect.flow-run.Cancelled",
     "prefect.flow-run.Crashed",
 ]
+
+if TYPE_CHECKING:
+    from prefect.client.schemas.objects import FlowRun
 
 _automation_ready = threading.Event()
 _automation_lock = threading.Lock()
@@ -153,13 +156,16 @@ def dispatch_pair(
     first = pair[0]
     outcomes = []
     for attempt in range(1, settings.redispatch + 2):
-        flow_run = run_deployment(
-            settings.deployment,
-            parameters={"request": request.model_dump(mode="json", by_alias=True)},
-            flow_run_name=f"{first.task_id}#{first.repetition} {run_dir.run_id} (attempt {attempt})",
-            poll_interval=settings.poll_s,
-            tags=[PAIR_TAG, f"run:{run_dir.run_id}"],
-            as_subflow=True,
+        flow_run: FlowRun = cast(  # sync call: a FlowRun, never the coroutine
+            "FlowRun",
+            run_deployment(
+                settings.deployment,
+                parameters={"request": request.model_dump(mode="json", by_alias=True)},
+                flow_run_name=f"{first.task_id}#{first.repetition} {run_dir.run_id} (attempt {attempt})",
+                poll_interval=settings.poll_s,
+                tags=[PAIR_TAG, f"run:{run_dir.run_id}"],
+                as_subflow=True,
+            ),
         )
         state = flow_run.state
         if state is not None and state.is_completed():
