@@ -164,6 +164,7 @@ def _arm_effects(params: CanaryTrialParams, arm: str) -> dict[str, Any]:
             "seven_day_budget_tokens": params.sim_seven_day_budget_tokens,
         },
         "arms": {arm: {"effects": dict(effects), "solve_p": params.sim_solve_p}},
+        "latency": {"ms_per_1k_tokens": params.sim_ms_per_1k_tokens},
     }
 
 
@@ -391,9 +392,11 @@ def run_canary_episode(
         }
         run_dir.write_json(f"{TRIALS}/notifications/{safe_name(planned.episode_id)}.json", notice)
         notified_at = datetime.now(UTC)
+        # Notification latency: from the start of the run until the operator can read its
+        # outcome (the agent's work plus collection and grading), never shorter than the run.
         notification_ms = (
-            max((notified_at - outcome.ended_at).total_seconds() * 1000.0, 0.0)
-            if outcome.ended_at is not None
+            max((notified_at - outcome.started_at).total_seconds() * 1000.0, 0.0)
+            if outcome.started_at is not None
             else None
         )
         deadline = interval_start.timestamp() + params.quota_interval_s

@@ -114,6 +114,12 @@ class CanaryTrialParams(BaseModel):
     sim_solve_p: float = Field(
         1.0, ge=0, le=1, description="Simulator: probability an episode solves"
     )
+    sim_ms_per_1k_tokens: float = Field(
+        40.0,
+        ge=0,
+        le=10_000,
+        description="Simulator: wall time per 1,000 billed tokens (fewer tokens finish sooner)",
+    )
     sim_five_hour_budget_tokens: int = Field(
         300_000, ge=1, description="Simulator: five-hour window budget of the trial's fresh account"
     )

@@ -632,3 +632,21 @@ def test_declared_final_answer_wins_over_the_solution_file(layout: SimLayout) ->
     assert proc.returncode == 0
     assert proc.stdout.splitlines()[-1] == "FINAL ANSWER: INVENTORY_CACHE_DIR (default ~/.cache)"
     assert layout.truth()["final_answer"] == "INVENTORY_CACHE_DIR (default ~/.cache)"
+
+
+def test_work_time_follows_the_tokens_drawn() -> None:
+    from pairlab_simclient.config import DEFAULT_CONFIG
+    from pairlab_simclient.episode import simulate_work
+    from pairlab_simclient.episode_env import read_episode_env
+    from pairlab_simclient.usage_draw import draw_episode
+
+    prompt = "Fix the median function."
+    environ = {"PAIRLAB_SEED": "1", "PAIRLAB_EPISODE_ID": "r:t:0:baseline", "HOME": "/nonexistent"}
+    draw = draw_episode(read_episode_env(environ, prompt, "/tmp"), prompt, DEFAULT_CONFIG)
+    billed = sum(
+        draw.total(d)
+        for d in ("uncached_input", "cache_read", "cache_write_5m", "cache_write_1h", "output")
+    )
+    slow = {**DEFAULT_CONFIG, "latency": {"ms_per_1k_tokens": 0.5}}
+    assert simulate_work(draw, slow) == pytest.approx(0.5 * billed / 1e6)
+    assert simulate_work(draw, {**DEFAULT_CONFIG, "latency": {"ms_per_1k_tokens": 0}}) == 0.0

@@ -45,6 +45,9 @@ DEFAULT_CONFIG: dict[str, Any] = {
     "treated_arms": ["optimizer", "retrieval", "full"],
     "quota": {"five_hour_budget_tokens": 2_000_000, "seven_day_budget_tokens": 20_000_000},
     "ledger": {"retry_p": 0.35},
+    # wall time the agent "works": billed tokens drawn x this, slept before exiting
+    # (so an arm that draws fewer tokens also finishes sooner, as a real agent would)
+    "latency": {"ms_per_1k_tokens": 5.0},
 }
 
 

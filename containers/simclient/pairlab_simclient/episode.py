@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -65,6 +66,7 @@ def run_episode(
     """Run the episode; returns what to print on stdout."""
     arm_spec(config, env.arm)  # unknown arm -> ConfigError before anything is written
     draw = draw_episode(env, prompt, config)
+    simulate_work(draw, config)
 
     solved = draw.solved and env.solution_dir is not None and env.solution_dir.is_dir()
     written: list[str] = []
@@ -183,3 +185,16 @@ def _display(path: Path, home: Path) -> str:
         return "$HOME/" + path.relative_to(home).as_posix()
     except ValueError:
         return str(path)
+
+
+BILLED = ("uncached_input", "cache_read", "cache_write_5m", "cache_write_1h", "output")
+
+
+def simulate_work(draw: Any, config: dict[str, Any]) -> float:
+    """Sleep in proportion to the billed tokens drawn; returns the seconds slept."""
+    per_1k_ms = float(config.get("latency", {}).get("ms_per_1k_tokens", 0.0))
+    tokens = sum(draw.total(dim) for dim in BILLED)
+    seconds = max(per_1k_ms, 0.0) * tokens / 1000.0 / 1000.0
+    if seconds > 0:
+        time.sleep(seconds)
+    return seconds
