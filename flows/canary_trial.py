@@ -44,7 +44,8 @@ from prefect.input import RunInput
 from pydantic import ConfigDict, Field, model_validator
 
 from flows.params import CanaryTrialParams
-from pairlab.adapters.backends.base import EpisodeSpec, ExecutionBackend, make_backend
+from pairlab.adapters.backends.base import ExecutionBackend, make_backend
+from pairlab.adapters.episode_build import episode_record, episode_spec
 from pairlab.adapters.episode_io import extract_final_answer, load_eval_inputs
 from pairlab.adapters.rundir import RunDir, safe_name
 from pairlab.adapters.trial_inputs import (
@@ -66,7 +67,6 @@ from pairlab.core.canary import (
     to_identifier,
 )
 from pairlab.core.plan import PlannedEpisode, Schedule, plan_canary
-from pairlab.core.records import build_episode_record, exclusion_for
 from pairlab.core.schemas.catalog import LoadedSuite
 from pairlab.core.schemas.profile import RunnerProfile
 from pairlab.core.verdict import judge_file, render_text
@@ -350,24 +350,16 @@ def run_canary_episode(
     extra_env = {"PAIRLAB_STRATUM": stratum}
     if profile.quota.probe == "sim":
         extra_env["PAIRLAB_SIM_EFFECTS"] = json.dumps(_arm_effects(params, planned.arm))
-    spec = EpisodeSpec(
+    spec = episode_spec(
+        planned,
         run_id=run_dir.run_id,
-        episode_id=planned.episode_id,
-        pair_id=planned.pair_id,
-        task_id=planned.task_id,
-        arm=planned.arm,
-        prompt=entry.prompt,
+        suite=suite,
         profile=profile,
-        fixture_dir=suite.fixture_path(entry),
-        workspace_subdir=entry.workspace,
-        solution_dir=suite.solution_path(entry) if profile.mount_solution else None,
-        final_answer=entry.final_answer if profile.mount_solution else None,
         model=params.model,
-        timeout_s=profile.timeout_s,
-        keep_workspace=params.keep_workspaces,
         seed=params.seed,
+        keep_workspace=params.keep_workspaces,
+        account_dir=account_dir,
         extra_env=extra_env,
-        sim_account_dir=account_dir,
     )
     episode_dir = run_dir.episode_dir(planned.episode_id)
     prepared = prepare_episode(backend, spec)
@@ -405,45 +397,21 @@ def run_canary_episode(
         after = quota_snapshot(profile, account_dir)
     finally:
         teardown_episode(backend, prepared)
-    record = build_episode_record(
+    record = episode_record(
+        planned,
         run_id=run_dir.run_id,
-        episode_id=planned.episode_id,
-        pair_id=planned.pair_id,
-        task_id=planned.task_id,
-        arm=planned.arm,
-        repetition=planned.repetition,
-        order=planned.order,
         stratum=stratum,
-        client=profile.client,
-        client_version=usage.cli_version or profile.version,
-        model=usage.primary_model or params.model,
-        model_version=None,
-        session_id=usage.session_id,
-        backend=backend.name,
-        started_at=outcome.started_at,
-        ended_at=outcome.ended_at,
-        exit_code=outcome.exit_code,
-        timed_out=outcome.timed_out,
-        latency_ms=outcome.latency_ms,
-        prompt=entry.prompt,
-        stdout=outcome.stdout,
-        stderr=outcome.stderr,
-        include_transcript=False,
-        usage=usage.vector,
-        api_calls=usage.api_calls,
-        usage_provenance=usage.provenance_counts(),
+        suite=suite,
+        profile=profile,
+        backend_name=backend.name,
+        requested_model=params.model,
+        outcome=outcome,
+        usage=usage,
         checks=checks,
-        exclusion=exclusion_for(
-            started=outcome.exit_code is not None or outcome.timed_out,
-            checks=checks,
-            rules=[r.when for r in suite.suite.exclusion_rules],
-        ),
         quota_before=before,
         quota_after=after,
-        join_method="fallback",
-        delivered_tokens=delivered,
-        cost_usd=usage.provider_reported_cost_usd,
         ledger=ledger,
+        include_transcript=False,
     )
     evidence = RunEvidence(
         episode_id=planned.episode_id,

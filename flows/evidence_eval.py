@@ -22,17 +22,16 @@ from flows.dispatch import dispatch_pair
 from flows.episode_attempt import episode_attempt
 from flows.params import EvidenceEvalParams
 from pairlab.adapters import progress as progress_events
-from pairlab.adapters.backends.base import EpisodeSpec, ExecutionBackend, make_backend
+from pairlab.adapters.backends.base import ExecutionBackend, make_backend
+from pairlab.adapters.episode_build import episode_record, episode_spec
 from pairlab.adapters.episode_io import (
     extract_final_answer,
     load_eval_inputs,
-    price_episode,
     sim_account_dir,
 )
 from pairlab.adapters.run_outputs import published_location
 from pairlab.adapters.rundir import RunDir
 from pairlab.core.plan import PlannedEpisode, Schedule, plan_schedule
-from pairlab.core.records import build_episode_record, exclusion_for
 from pairlab.core.schemas.catalog import LoadedSuite
 from pairlab.core.schemas.episode import EpisodeRecord
 from pairlab.core.schemas.profile import RunnerProfile
@@ -72,24 +71,15 @@ def _execute_one(
     account_dir: Path | None,
 ) -> EpisodeRecord:
     task_entry = suite.task(planned.task_id)
-    spec = EpisodeSpec(
+    spec = episode_spec(
+        planned,
         run_id=run_dir.run_id,
-        episode_id=planned.episode_id,
-        pair_id=planned.pair_id,
-        task_id=planned.task_id,
-        arm=planned.arm,
-        prompt=task_entry.prompt,
+        suite=suite,
         profile=profile,
-        fixture_dir=suite.fixture_path(task_entry),
-        workspace_subdir=task_entry.workspace,
-        solution_dir=suite.solution_path(task_entry) if profile.mount_solution else None,
-        final_answer=task_entry.final_answer if profile.mount_solution else None,
         model=params.model,
-        timeout_s=profile.timeout_s,
-        keep_workspace=params.keep_workspaces,
         seed=params.seed,
-        extra_env={},
-        sim_account_dir=account_dir,
+        keep_workspace=params.keep_workspaces,
+        account_dir=account_dir,
     )
     episode_dir = run_dir.episode_dir(planned.episode_id)
     prepared = prepare_episode(backend, spec)
@@ -105,51 +95,21 @@ def _execute_one(
         checks = grade_episode(backend, prepared, task_entry, final_answer, delivered)
     finally:
         teardown_episode(backend, prepared)
-    model = usage.primary_model or params.model
-    list_price_usd, catalog_version = price_episode(
-        profile, model, outcome.started_at, usage.vector, usage.api_calls
-    )
-    record = build_episode_record(
+    record = episode_record(
+        planned,
         run_id=run_dir.run_id,
-        episode_id=planned.episode_id,
-        pair_id=planned.pair_id,
-        task_id=planned.task_id,
-        arm=planned.arm,
-        repetition=planned.repetition,
-        order=planned.order,
         stratum=None,
-        client=profile.client,
-        client_version=usage.cli_version or profile.version,
-        model=model,
-        model_version=None,
-        session_id=usage.session_id,
-        backend=backend.name,
-        started_at=outcome.started_at,
-        ended_at=outcome.ended_at,
-        exit_code=outcome.exit_code,
-        timed_out=outcome.timed_out,
-        latency_ms=outcome.latency_ms,
-        prompt=task_entry.prompt,
-        stdout=outcome.stdout,
-        stderr=outcome.stderr,
-        include_transcript=params.include_transcript,
-        usage=usage.vector,
-        api_calls=usage.api_calls,
-        usage_provenance=usage.provenance_counts(),
+        suite=suite,
+        profile=profile,
+        backend_name=backend.name,
+        requested_model=params.model,
+        outcome=outcome,
+        usage=usage,
         checks=checks,
-        exclusion=exclusion_for(
-            started=outcome.exit_code is not None or outcome.timed_out,
-            checks=checks,
-            rules=[r.when for r in suite.suite.exclusion_rules],
-        ),
         quota_before=before,
         quota_after=after,
-        join_method="fallback",
-        delivered_tokens=delivered,
-        cost_usd=usage.provider_reported_cost_usd,
         ledger=ledger,
-        api_list_price_usd=list_price_usd,
-        price_catalog_version=catalog_version,
+        include_transcript=params.include_transcript,
     )
     return record_episode(run_dir, record)
 
@@ -172,7 +132,9 @@ def run_pair(
         if planned.episode_id in done:
             records.append(done[planned.episode_id])
             continue
-        with episode_attempt(params.dispatch, run_dir, planned.episode_id):  # flows/episode_attempt.py
+        with episode_attempt(
+            params.dispatch, run_dir, planned.episode_id
+        ):  # flows/episode_attempt.py
             records.append(
                 _execute_one(
                     planned,

@@ -1,0 +1,120 @@
+"""What the evidence-eval and canary flows build the same way for one planned episode:
+the :class:`EpisodeSpec` handed to a backend, and the episode record (priced with
+the catalog) from what the episode produced.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+
+from pairlab.adapters.backends.base import EpisodeSpec, RunOutcome
+from pairlab.adapters.episode_io import EpisodeUsage, price_episode
+from pairlab.core.plan import PlannedEpisode
+from pairlab.core.records import build_episode_record, exclusion_for
+from pairlab.core.schemas.catalog import LoadedSuite
+from pairlab.core.schemas.episode import EpisodeRecord, GraderCheck
+from pairlab.core.schemas.profile import RunnerProfile
+from pairlab.core.schemas.quota import QuotaObservation
+
+
+def episode_spec(
+    planned: PlannedEpisode,
+    *,
+    run_id: str,
+    suite: LoadedSuite,
+    profile: RunnerProfile,
+    model: str | None,
+    seed: int,
+    keep_workspace: bool,
+    account_dir: Path | None,
+    extra_env: dict[str, str] | None = None,
+) -> EpisodeSpec:
+    entry = suite.task(planned.task_id)
+    return EpisodeSpec(
+        run_id=run_id,
+        episode_id=planned.episode_id,
+        pair_id=planned.pair_id,
+        task_id=planned.task_id,
+        arm=planned.arm,
+        prompt=entry.prompt,
+        profile=profile,
+        fixture_dir=suite.fixture_path(entry),
+        workspace_subdir=entry.workspace,
+        solution_dir=suite.solution_path(entry) if profile.mount_solution else None,
+        final_answer=entry.final_answer if profile.mount_solution else None,
+        model=model,
+        timeout_s=profile.timeout_s,
+        keep_workspace=keep_workspace,
+        seed=seed,
+        extra_env=dict(extra_env or {}),
+        sim_account_dir=account_dir,
+    )
+
+
+def episode_record(
+    planned: PlannedEpisode,
+    *,
+    run_id: str,
+    stratum: str | None,
+    suite: LoadedSuite,
+    profile: RunnerProfile,
+    backend_name: str,
+    requested_model: str | None,
+    outcome: RunOutcome,
+    usage: EpisodeUsage,
+    checks: Sequence[GraderCheck],
+    quota_before: list[QuotaObservation],
+    quota_after: list[QuotaObservation],
+    ledger: dict[str, int | None] | None,
+    include_transcript: bool,
+) -> EpisodeRecord:
+    """The schema-v2 record of one episode; the suite's exclusion rules applied, usage priced."""
+    entry = suite.task(planned.task_id)
+    model = usage.primary_model or requested_model
+    list_price_usd, catalog_version = price_episode(
+        profile, model, outcome.started_at, usage.vector, usage.api_calls
+    )
+    return build_episode_record(
+        run_id=run_id,
+        episode_id=planned.episode_id,
+        pair_id=planned.pair_id,
+        task_id=planned.task_id,
+        arm=planned.arm,
+        repetition=planned.repetition,
+        order=planned.order,
+        stratum=stratum,
+        client=profile.client,
+        client_version=usage.cli_version or profile.version,
+        model=model,
+        model_version=None,
+        session_id=usage.session_id,
+        backend=backend_name,
+        started_at=outcome.started_at,
+        ended_at=outcome.ended_at,
+        exit_code=outcome.exit_code,
+        timed_out=outcome.timed_out,
+        latency_ms=outcome.latency_ms,
+        prompt=entry.prompt,
+        stdout=outcome.stdout,
+        stderr=outcome.stderr,
+        include_transcript=include_transcript,
+        usage=usage.vector,
+        api_calls=usage.api_calls,
+        usage_provenance=usage.provenance_counts(),
+        checks=checks,
+        exclusion=exclusion_for(
+            started=outcome.exit_code is not None or outcome.timed_out,
+            checks=checks,
+            rules=[r.when for r in suite.suite.exclusion_rules],
+        ),
+        quota_before=quota_before,
+        quota_after=quota_after,
+        # No client surface here exposes tool-call ids: the labelled episode fallback join.
+        join_method="fallback",
+        delivered_tokens=ledger.get("observed_returned_tokens") if ledger else None,
+        cost_usd=usage.provider_reported_cost_usd,
+        ledger=ledger,
+        api_list_price_usd=list_price_usd,
+        price_catalog_version=catalog_version,
+    )
