@@ -226,7 +226,9 @@ def evidence_eval(params: EvidenceEvalParams) -> dict[str, Any]:
     ordered = [records[e] for e in planned_ids if e in records]
     analysis = aggregate_cohorts(ordered, run_id, params.min_pairs)
     outputs = render_report(run_dir, ordered, planned_ids, analysis, params, profile, schedule)
-    manifest = publish_run_outputs(run_dir.path, params.store, params.on_secret)
+    manifest = publish_run_outputs(
+        run_dir.path, params.store, params.on_secret, params.include_transcript
+    )
     failed = sum(1 for r in ordered if not (r.success and r.correct))
     result = {
         "run_id": run_id,

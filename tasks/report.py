@@ -55,5 +55,7 @@ def render_report(
     cache_policy=NO_CACHE,
     persist_result=False,
 )
-def publish_run_outputs(run_path: Any, store: str, on_secret: str) -> dict[str, Any]:
-    return publish_outputs(run_path, store, on_secret)
+def publish_run_outputs(
+    run_path: Any, store: str, on_secret: str, include_transcripts: bool = False
+) -> dict[str, Any]:
+    return publish_outputs(run_path, store, on_secret, include_transcripts)

@@ -42,6 +42,7 @@ from pairlab.core.manifest import (
     ManifestObject,
     RedactionSummary,
     RunKind,
+    is_transcript_key,
     merge_findings,
     parse_manifest,
     run_object_key,
@@ -77,10 +78,15 @@ def publish_run(
     *,
     policy: SecretPolicy = "redact",
     extra_manifest: Mapping[str, Any] | None = None,
+    include_transcripts: bool | None = None,
 ) -> Manifest:
     """Publish ``run_dir`` to ``store`` (see the module docstring); returns the manifest."""
     return publish_run_detailed(
-        run_dir, store, policy=policy, extra_manifest=extra_manifest
+        run_dir,
+        store,
+        policy=policy,
+        extra_manifest=extra_manifest,
+        include_transcripts=include_transcripts,
     ).manifest
 
 
@@ -92,7 +98,12 @@ def publish_run_detailed(
     extra_manifest: Mapping[str, Any] | None = None,
     run_id: str | None = None,
     on_upload: Callable[[str], None] | None = None,
+    include_transcripts: bool | None = None,
 ) -> PublishOutcome:
+    """``include_transcripts``: publish the episodes' raw client records
+    (``episodes/*/collected/``); None = what the run itself asked for
+    (``report.json`` ``meta.include_transcript``, default no). Withheld objects are
+    counted in the manifest (``extra.withheld_transcript_objects``)."""
     if policy not in ("redact", "refuse"):
         raise InvalidInputError(
             f"unknown secret policy {policy!r}", reason=ReasonCode.INVALID_INPUT
@@ -101,6 +112,12 @@ def publish_run_detailed(
         raise InvalidInputError(f"{run_dir}: not a run directory", reason=ReasonCode.INVALID_INPUT)
     run_id = validate_run_id(run_id or run_dir.name)
     files = _run_files(run_dir)
+    if include_transcripts is None:
+        include_transcripts = _run_asked_for_transcripts(run_dir)
+    if not include_transcripts:
+        withheld = [k for k in files if is_transcript_key(k)]
+        files = [k for k in files if not is_transcript_key(k)]
+        extra_manifest = {**(extra_manifest or {}), "withheld_transcript_objects": len(withheld)}
     with tempfile.TemporaryDirectory(prefix="pairlab-publish-") as tmp:
         staging = Path(tmp)
         findings = _stage_redacted(run_dir, files, staging, policy)
@@ -126,6 +143,11 @@ def publish_run_detailed(
 
 
 # --- scanning and staging -----------------------------------------------------
+
+
+def _run_asked_for_transcripts(run_dir: Path) -> bool:
+    meta = _read_json_object(run_dir / "report.json").get("meta")
+    return isinstance(meta, dict) and meta.get("include_transcript") is True
 
 
 def _run_files(run_dir: Path) -> list[str]:

@@ -162,11 +162,18 @@ def published_location(store: str, run_id: str, name: str) -> str:
     return str(Path(base).resolve() / "runs" / run_id / name)
 
 
-def publish_outputs(run_path: Path, store: str, on_secret: str) -> dict[str, Any]:
+def publish_outputs(
+    run_path: Path, store: str, on_secret: str, include_transcripts: bool = False
+) -> dict[str, Any]:
     from pairlab.adapters.publish import publish_run
     from pairlab.adapters.store import open_store
 
-    manifest = publish_run(Path(run_path), open_store(store), policy=on_secret)  # type: ignore[arg-type]
+    manifest = publish_run(
+        Path(run_path),
+        open_store(store),
+        policy=on_secret,  # type: ignore[arg-type]
+        include_transcripts=include_transcripts,
+    )
     dumped = manifest.model_dump(mode="json") if hasattr(manifest, "model_dump") else dict(manifest)
     return {
         "objects": len(dumped.get("objects", [])),

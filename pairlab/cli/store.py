@@ -28,13 +28,22 @@ def register(app: typer.Typer) -> None:
                 "--on-secret", help="redact findings, or refuse to publish when any is found"
             ),
         ] = "redact",
+        include_transcripts: Annotated[
+            bool | None,
+            typer.Option(
+                "--include-transcripts/--withhold-transcripts",
+                help="Publish the episodes' raw client records (default: what the run asked for)",
+            ),
+        ] = None,
         as_json: Annotated[bool, typer.Option("--json", help="Print the outcome as JSON")] = False,
     ) -> None:
         """Redact and publish a run: every object first, manifest.json last (idempotent)."""
         from pairlab.adapters.publish import publish_run_detailed  # polars: import on use
 
         store = open_store(to)
-        outcome = publish_run_detailed(run_dir, store, policy=on_secret)
+        outcome = publish_run_detailed(
+            run_dir, store, policy=on_secret, include_transcripts=include_transcripts
+        )
         if as_json:
             emit_json(outcome.to_json(store.url))
             return

@@ -35,6 +35,17 @@ _SHA256 = re.compile(r"^[0-9a-f]{64}$")
 _RUN_ID = re.compile(r"^[A-Za-z0-9._:-]{1,160}$")
 
 
+# Raw provider-native client records collected from an episode (Claude transcripts,
+# Codex rollouts, ...) hold prompts and model output: they are transcripts.
+CLIENT_RECORDS_DIR = "collected"
+
+
+def is_transcript_key(key: str) -> bool:
+    """``episodes/<episode_id>/collected/...``: published only when the run asked for transcripts."""
+    parts = key.split("/")
+    return len(parts) >= 4 and parts[0] == "episodes" and parts[2] == CLIENT_RECORDS_DIR
+
+
 def validate_run_id(run_id: str) -> str:
     if not _RUN_ID.match(run_id) or run_id in (".", ".."):
         raise InvalidInputError(

@@ -100,4 +100,12 @@ def render_report_markdown(meta: Mapping[str, Any], analysis: Mapping[str, Any])
 
 
 def build_report_json(meta: Mapping[str, Any], analysis: Mapping[str, Any]) -> dict[str, Any]:
-    return {"schema_version": 1, "kind": "eval", "meta": dict(meta), "analysis": dict(analysis)}
+    cohorts = analysis.get("cohorts", [])
+    return {
+        "schema_version": 1,
+        "kind": "eval",
+        "cohorts": len(cohorts),
+        "price_catalog_version": meta.get("price_catalog_version"),
+        "meta": dict(meta),
+        "analysis": dict(analysis),
+    }
