@@ -43,10 +43,13 @@ control's; with no graded pair, non-regression is unproven and there is no win.
 from __future__ import annotations
 
 import os
+import pickle
+import subprocess
+import sys
 from collections.abc import Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from itertools import pairwise
-from typing import Final
+from typing import Any, Final
 
 import numpy as np
 import polars as pl
@@ -391,7 +394,9 @@ def _analyse_wide(
             if ok[idx] and rows[idx] > 0  # insufficient cohorts make no claim: no resampling
         ]
         n_workers = workers or min(4, os.cpu_count() or 1)
-        if n_workers > 1 and len(jobs) > 1:
+        if n_workers > 1 and len(jobs) >= PROCESS_POOL_MIN_COHORTS:
+            _run_in_processes(engine, jobs, n_workers)
+        elif n_workers > 1 and len(jobs) > 1:
             with ThreadPoolExecutor(max_workers=n_workers) as pool:
                 list(pool.map(lambda job: engine.run(*job), jobs))
         else:
@@ -426,6 +431,81 @@ def _analyse_wide(
         excluded_null=null_eff,
         notes=notes,
     )
+
+
+# From this many resampled cohorts on, worker processes instead of threads: drawing
+# the resample counts (np.bincount) holds the GIL, so two threads reached only ~1.15
+# cores on 2 (bench/README.md); a worker costs ~1 s of imports, which pays off only
+# for large analyses. Workers are plain `python -m pairlab.core.cohort_worker`
+# processes fed by pickle over stdin (no multiprocessing: it re-imports the caller's
+# __main__ and cannot fork a threaded process safely). Results are identical either
+# way: seeds come from names, never from the schedule.
+PROCESS_POOL_MIN_COHORTS = 2_000
+
+
+def run_chunk(
+    settings: tuple[str, list[Contrast], int, int, float, Method],
+    jobs: list[tuple[int, tuple[str, ...], list[str], np.ndarray, np.ndarray]],
+) -> list[tuple[int, np.ndarray, np.ndarray, np.ndarray, list[str]]]:
+    """Bootstrap a chunk of cohorts into local result rows (the worker's body)."""
+    run_id, contrasts, min_pairs, n_resamples, confidence, method = settings
+    shape = (len(jobs), len(contrasts), len(METRICS))
+    estimate, low, high = np.full(shape, np.nan), np.full(shape, np.nan), np.full(shape, np.nan)
+    engine = _CohortBootstrap(
+        run_id, contrasts, min_pairs, n_resamples, confidence, method, estimate, low, high
+    )
+    out = []
+    for local, (idx, key, pair_ids, block, applies) in enumerate(jobs):
+        notes: list[str] = []
+        engine.run(local, key, pair_ids, block, applies, notes)
+        out.append((idx, estimate[local], low[local], high[local], notes))
+    return out
+
+
+def _run_in_processes(
+    engine: _CohortBootstrap, jobs: list[tuple[Any, ...]], n_workers: int
+) -> None:
+    """Run the cohort jobs in worker processes; results go into ``engine``'s arrays."""
+    settings = (
+        engine.run_id,
+        engine.contrasts,
+        engine.min_pairs,
+        engine.n_resamples,
+        engine.confidence,
+        engine.method,
+    )
+    notes_of = {job[0]: job[5] for job in jobs}
+    payload = [job[:5] for job in jobs]
+    chunks = [payload[i::n_workers] for i in range(n_workers)]
+    workers = [
+        subprocess.Popen(
+            [sys.executable, "-m", "pairlab.core.cohort_worker"],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+        )
+        for _ in chunks
+    ]
+    try:
+        # Feed every worker before reading any result (each reads all its input first).
+        for proc, chunk in zip(workers, chunks, strict=True):
+            assert proc.stdin is not None
+            pickle.dump((settings, chunk), proc.stdin, protocol=pickle.HIGHEST_PROTOCOL)
+            proc.stdin.close()
+        for proc in workers:
+            assert proc.stdout is not None
+            results = pickle.load(proc.stdout)
+            if proc.wait() != 0:
+                raise RuntimeError(f"cohort worker exited with {proc.returncode}")
+            for idx, est, lo, hi, notes in results:
+                engine.estimate[idx], engine.low[idx], engine.high[idx] = est, lo, hi
+                notes_of[idx].extend(notes)
+    finally:
+        for proc in workers:
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait()
+            if proc.stdout is not None:
+                proc.stdout.close()
 
 
 def key_first(key: list[str]) -> list[pl.Expr]:

@@ -389,3 +389,18 @@ def test_a_metric_with_nulls_resamples_only_its_own_pairs_from_its_own_seed() ->
     )
     assert e["n"] == 6
     assert (e["ciLow"], e["ciHigh"]) == (float(expected.low[0]), float(expected.high[0]))
+
+
+def test_worker_processes_give_exactly_the_threaded_results(monkeypatch: pytest.MonkeyPatch) -> None:
+    import pairlab.core.cohorts as cohorts
+
+    records = [
+        r
+        for task in ("t1", "t2", "t3")
+        for r in cohort_records(8, saving=50, arms=("baseline", "optimizer", "full"), taskId=task)
+    ]
+    threaded = analyse(records, workers=2)
+    monkeypatch.setattr(cohorts, "PROCESS_POOL_MIN_COHORTS", 2)
+    in_processes = analyse(records, workers=2)
+    assert in_processes == threaded
+    assert len(threaded["cohorts"]) == 3 and all(c["status"] == "ok" for c in threaded["cohorts"])

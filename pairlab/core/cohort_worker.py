@@ -1,0 +1,25 @@
+"""Worker process for large cohort analyses: ``python -m pairlab.core.cohort_worker``.
+
+Reads one pickled ``(settings, jobs)`` from stdin, bootstraps those cohorts with
+:func:`pairlab.core.cohorts.run_chunk` and writes the pickled results to stdout.
+The parent is :func:`pairlab.core.cohorts._run_in_processes`; the pickles never
+leave that pair of processes.
+"""
+
+from __future__ import annotations
+
+import pickle
+import sys
+
+from pairlab.core.cohorts import run_chunk
+
+
+def main() -> None:
+    settings, jobs = pickle.load(sys.stdin.buffer)
+    results = run_chunk(settings, jobs)
+    pickle.dump(results, sys.stdout.buffer, protocol=pickle.HIGHEST_PROTOCOL)
+    sys.stdout.buffer.flush()
+
+
+if __name__ == "__main__":
+    main()
