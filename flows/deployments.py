@@ -20,11 +20,14 @@ SMALL_EVAL = EvidenceEvalParams(
 
 def build_deployments() -> list[Any]:
     deployments = [
-        evidence_eval.to_deployment(
-            name="evidence-eval",
-            parameters={"params": SMALL_EVAL.model_dump(mode="json")},
-            description="Paired 4-arm evidence evaluation (small simulator run by default).",
-            tags=["pairlab"],
+        by_module_path(
+            evidence_eval.to_deployment(
+                name="evidence-eval",
+                parameters={"params": SMALL_EVAL.model_dump(mode="json")},
+                description="Paired 4-arm evidence evaluation (small simulator run by default).",
+                tags=["pairlab"],
+            ),
+            evidence_eval,
         ),
     ]
     for module, attr, name in (
@@ -38,11 +41,27 @@ def build_deployments() -> list[Any]:
         except ModuleNotFoundError:
             continue
         builder = getattr(mod, "deployment", None)
-        if builder is not None:
-            deployments.append(builder())
-        else:
-            deployments.append(getattr(mod, attr).to_deployment(name=name, tags=["pairlab"]))
+        flow_obj = getattr(mod, attr)
+        built = (
+            builder()
+            if builder is not None
+            else flow_obj.to_deployment(name=name, tags=["pairlab"])
+        )
+        deployments.append(by_module_path(built, flow_obj))
     return deployments
+
+
+def by_module_path(deployment: Any, flow_obj: Any) -> Any:
+    """Point a deployment at ``package.module.flow`` instead of a file path relative to the cwd.
+
+    ``to_deployment`` records ``../../work/main/flows/x.py:flow`` relative to the
+    directory `pairlab serve` was started in; the module path of the installed
+    package resolves from any directory, for this process and for workers.
+    """
+    fn = flow_obj.fn
+    # No ':' in the entrypoint = a module path for prefect's load_flow_from_entrypoint.
+    deployment.entrypoint = f"{fn.__module__}.{fn.__name__}"
+    return deployment
 
 
 def serve_all(limit: int = 4) -> None:

@@ -75,6 +75,10 @@ def running_prefect_server(home: Path) -> Iterator[PrefectServer]:
     port = free_port()
     url = f"http://127.0.0.1:{port}"
     log = (home / "server.log").open("wb")
+    env = prefect_env(home)
+    # The UI tells the browser to call PREFECT_UI_API_URL, which otherwise defaults to port 4200.
+    env["PREFECT_UI_API_URL"] = f"{url}/api"
+    env["PREFECT_SERVER_API_PORT"] = str(port)
     proc = subprocess.Popen(
         [
             sys.executable,
@@ -87,7 +91,7 @@ def running_prefect_server(home: Path) -> Iterator[PrefectServer]:
             "--port",
             str(port),
         ],
-        env=prefect_env(home),
+        env=env,
         stdout=log,
         stderr=subprocess.STDOUT,
         start_new_session=True,

@@ -69,6 +69,20 @@ def _run_eval(params: Any, *, show_progress: bool) -> dict[str, Any]:
             progress_events.remove_listener(listener)
 
 
+def _require_prefect_server(api_url: str) -> None:
+    """Fail fast (exit 3) when the server at ``api_url`` does not answer its health check."""
+    from prefect.client.orchestration import get_client
+
+    with get_client(sync_client=True) as client:
+        problem = client.api_healthcheck()
+    if problem is not None:
+        raise EnvironmentUnavailable(
+            f"the Prefect server at {api_url} is not reachable ({problem}); start it with "
+            "`uv run prefect server start` or fix PREFECT_API_URL",
+            reason=ReasonCode.PREFECT_UNAVAILABLE,
+        ) from problem
+
+
 def _print_result(result: dict[str, Any], as_json: bool) -> None:
     if as_json:
         emit_json({k: result[k] for k in ("run_id", "store", "episodes", "failed", "report")})
@@ -170,6 +184,7 @@ def register(app: typer.Typer) -> None:
                 "PREFECT_API_URL=http://127.0.0.1:4200/api",
                 reason=ReasonCode.PREFECT_UNAVAILABLE,
             )
+        _require_prefect_server(os.environ["PREFECT_API_URL"])
         from flows.deployments import serve_all
 
         serve_all(limit=limit)
