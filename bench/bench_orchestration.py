@@ -1,0 +1,297 @@
+"""Orchestration overhead (issue 10): the evidence-eval flow against the same work without Prefect.
+
+* Local backend, N simulated episodes (1 task x REPS repetitions x 4 arms, one
+  pair at a time): wall time of the ``evidence-eval`` flow (in-process, on the
+  embedded ephemeral server) vs the *same code path* with every Prefect task
+  replaced by its plain function and no flow (plan, episodes in planned order,
+  aggregate, report files, publish). The one-off ephemeral server start is
+  measured separately (first trivial flow of a fresh PREFECT_HOME) and the ratio
+  is reported both without and with it.
+* Docker backend: one episode through the backend (prepare -> run -> collect ->
+  cleanup) vs a bare ``docker run --rm`` of the same simulator command.
+* Throughput of the flow at concurrency 1, 2, 4 (episodes/minute, 4 pairs).
+
+The Prefect part runs in a child process with its own PREFECT_HOME so the
+server start is real and nothing leaks into other benchmarks. Standalone:
+``uv run python -m bench.bench_orchestration``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+from bench.result import Result
+
+TASK = "fix-median"
+OVERHEAD_REPS = 4  # 16 episodes (4 pairs): fixed per-flow-run costs amortised over 16
+THROUGHPUT_REPS = 4  # 16 episodes, 4 pairs
+DOCKER_REPEATS = 3
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def _params(tmp: Path, run_id: str, reps: int, concurrency: int, backend: str = "local") -> Any:
+    from flows.params import EvidenceEvalParams
+
+    return EvidenceEvalParams(
+        task_filter=[TASK],
+        repetitions=reps,
+        concurrency=concurrency,
+        min_pairs=2,
+        backend=backend,  # type: ignore[arg-type]
+        run_id=run_id,
+        store=str(tmp / "store"),
+        work_dir=str(tmp / "work"),
+    )
+
+
+_TASK_NAMES = (
+    "prepare_episode",
+    "quota_snapshot",
+    "run_episode",
+    "collect_episode",
+    "collect_usage",
+    "collect_ledger",
+    "grade_episode",
+    "record_episode",
+    "teardown_episode",
+)
+
+
+@contextlib.contextmanager
+def _plain_functions() -> Iterator[None]:
+    """Make flows.evidence_eval call each task's plain function (no Prefect engine)."""
+    import flows.evidence_eval as ev
+
+    saved = {name: getattr(ev, name) for name in _TASK_NAMES}
+    try:
+        for name, task in saved.items():
+            setattr(ev, name, task.fn)
+        yield
+    finally:
+        for name, task in saved.items():
+            setattr(ev, name, task)
+
+
+def direct_eval(params: Any) -> int:
+    """The flow's work without Prefect: same episode code, sequential pairs, same outputs."""
+    import flows.evidence_eval as ev
+    from flows.episode_attempt import episode_attempt
+    from pairlab.adapters.backends.base import make_backend
+    from pairlab.adapters.episode_io import load_eval_inputs, sim_account_dir
+    from pairlab.adapters.run_outputs import publish_outputs, write_run_outputs
+    from pairlab.adapters.rundir import RunDir
+    from pairlab.core.cohorts import analyse_cohorts, resolve_min_pairs
+    from pairlab.core.plan import plan_schedule
+
+    suite, profile = load_eval_inputs(params.suite, params.profile)
+    schedule = plan_schedule(
+        [TASK], list(params.arms), params.repetitions, params.seed, params.run_id
+    )
+    run_dir = RunDir(Path(params.work_dir), params.run_id).ensure()
+    run_dir.write_json("schedule.json", schedule.model_dump(mode="json"))
+    backend = make_backend(params.backend, run_id=params.run_id)
+    account = sim_account_dir(Path(params.work_dir), profile)
+    records = []
+    with _plain_functions():
+        for pair in schedule.pairs():
+            for planned in pair:
+                with episode_attempt(params.dispatch, run_dir, planned.episode_id):
+                    records.append(
+                        ev._execute_one(
+                            planned,
+                            params=params,
+                            suite=suite,
+                            profile=profile,
+                            backend=backend,
+                            run_dir=run_dir,
+                            account_dir=account,
+                        )
+                    )
+    analysis = analyse_cohorts(
+        records, run_id=params.run_id, min_pairs=resolve_min_pairs(params.min_pairs)
+    ).to_json()
+    planned_ids = [e.episode_id for e in schedule.entries]
+    write_run_outputs(run_dir, records, planned_ids, analysis, params, profile, schedule)
+    publish_outputs(run_dir.path, params.store, params.on_secret)
+    return len(records)
+
+
+def child_main() -> None:
+    """Runs in a fresh process with its own PREFECT_HOME; prints one JSON object."""
+    out: dict[str, Any] = {}
+    with tempfile.TemporaryDirectory(prefix="bench-orch-") as tmp_name:
+        tmp = Path(tmp_name)
+        # Direct first (no Prefect server exists yet), twice; best of two.
+        direct = []
+        for i in range(2):
+            started = time.perf_counter()
+            n = direct_eval(_params(tmp / f"d{i}", f"direct-{i}", OVERHEAD_REPS, 1))
+            direct.append(time.perf_counter() - started)
+        out["episodes"] = n
+        out["direct_s"] = min(direct)
+
+        from prefect import flow
+
+        @flow(name="bench-noop")
+        def noop() -> int:
+            return 1
+
+        started = time.perf_counter()
+        noop()
+        first = time.perf_counter() - started
+        started = time.perf_counter()
+        noop()
+        out["server_start_s"] = first - (time.perf_counter() - started)
+
+        from flows.evidence_eval import evidence_eval
+
+        flows_s = []
+        for i in range(2):
+            started = time.perf_counter()
+            result = evidence_eval(_params(tmp / f"f{i}", f"flow-{i}", OVERHEAD_REPS, 1))
+            flows_s.append(time.perf_counter() - started)
+            assert result["episodes"] == n, result
+        out["flow_s"] = min(flows_s)
+
+        out["throughput"] = {}
+        for c in (1, 2, 4):
+            started = time.perf_counter()
+            result = evidence_eval(_params(tmp / f"t{c}", f"tp-{c}", THROUGHPUT_REPS, c))
+            took = time.perf_counter() - started
+            out["throughput"][str(c)] = result["episodes"] / took * 60.0
+    print(json.dumps(out))
+
+
+def _prefect_figures() -> dict[str, Any]:
+    with tempfile.TemporaryDirectory(prefix="bench-orch-home-") as home:
+        env = dict(os.environ)
+        env.update(
+            {
+                "PREFECT_HOME": home,
+                "PREFECT_SERVER_ANALYTICS_ENABLED": "false",
+                "DO_NOT_TRACK": "1",
+                "PREFECT_LOGGING_LEVEL": "WARNING",
+                "PREFECT_SERVER_LOGGING_LEVEL": "CRITICAL",
+                "PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS": "180",
+            }
+        )
+        env.pop("PREFECT_API_URL", None)
+        proc = subprocess.run(
+            [sys.executable, "-m", "bench.bench_orchestration", "--child"],
+            cwd=ROOT,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=1800,
+            check=False,
+        )
+    if proc.returncode != 0:
+        raise RuntimeError(f"orchestration bench child failed:\n{proc.stderr[-4000:]}")
+    figures: dict[str, Any] = json.loads(proc.stdout.strip().splitlines()[-1])
+    return figures
+
+
+def docker_figures() -> tuple[float, float] | None:
+    """(median backend episode s, median bare docker run s) or None without Docker."""
+    from pairlab.adapters.backends import EpisodeSpec, make_backend
+    from pairlab.adapters.backends.docker import docker_available
+    from pairlab.adapters.paths import catalog_dir
+    from pairlab.adapters.profiles import load_named_profile
+    from pairlab.core.schemas.catalog import load_suite
+
+    if not docker_available():
+        return None
+    suite = load_suite(catalog_dir(), "core")
+    task = suite.task(TASK)
+    profile = load_named_profile("sim")
+    backend = make_backend("docker", run_id="bench-orch")
+    ours, bare = [], []
+    with tempfile.TemporaryDirectory() as tmp:
+        for i in range(DOCKER_REPEATS):
+            pair = f"bench-orch:{task.id}:{i}"
+            spec = EpisodeSpec(
+                run_id="bench-orch",
+                episode_id=f"{pair}:baseline",
+                pair_id=pair,
+                task_id=task.id,
+                arm="baseline",
+                prompt=task.prompt,
+                profile=profile,
+                fixture_dir=suite.fixture_path(task),
+                workspace_subdir=task.workspace,
+                solution_dir=suite.solution_path(task),
+                timeout_s=60,
+                sim_account_dir=Path(tmp) / "account",
+            )
+            started = time.perf_counter()
+            prepared = backend.prepare(spec)
+            outcome = backend.run(prepared)
+            backend.collect(prepared, Path(tmp) / f"out-{i}")
+            backend.cleanup(prepared)
+            ours.append(time.perf_counter() - started)
+            assert outcome.exit_code == 0, outcome.stderr
+            argv = ["docker", "run", "--rm", "--network", "none", "-e", "HOME=/tmp"]
+            argv += [
+                profile.image or "",
+                "simclient",
+                "exec",
+                "--format",
+                "claude",
+                "--",
+                task.prompt,
+            ]
+            started = time.perf_counter()
+            subprocess.run(argv, capture_output=True, check=True, timeout=120)
+            bare.append(time.perf_counter() - started)
+    return statistics.median(ours), statistics.median(bare)
+
+
+def run() -> list[Result]:
+    f = _prefect_figures()
+    n = f["episodes"]
+    ratio = f["flow_s"] / f["direct_s"]
+    ratio_start = (f["flow_s"] + f["server_start_s"]) / f["direct_s"]
+    results = [
+        Result(
+            f"eval flow vs direct, local, {n} episodes: direct", f["direct_s"], "s", "info", True
+        ),
+        Result(f"eval flow vs direct, local, {n} episodes: flow", f["flow_s"], "s", "info", True),
+        Result("eval flow / direct (server already up)", ratio, "x", "<= 1.25", ratio <= 1.25),
+        Result("ephemeral server start (one-off)", f["server_start_s"], "s", "info", True),
+        Result("eval flow / direct incl. server start", ratio_start, "x", "info", True),
+    ]
+    for c, per_min in f["throughput"].items():
+        results.append(
+            Result(f"eval throughput, concurrency {c}", per_min, "episodes/min", "info", True)
+        )
+    dock = docker_figures()
+    if dock is not None:
+        ours, bare = dock
+        results.append(Result("docker episode (prepare..cleanup)", ours, "s", "info", True))
+        results.append(Result("bare docker run, same command", bare, "s", "info", True))
+        results.append(
+            Result(
+                "docker episode / bare docker run", ours / bare, "x", "<= 1.3", ours / bare <= 1.3
+            )
+        )
+    return results
+
+
+if __name__ == "__main__":
+    if "--child" in sys.argv:
+        child_main()
+    else:
+        for r in run():
+            print(
+                f"{r.name}: {r.figure:.3g} {r.unit} (target {r.target}) {'PASS' if r.passed else 'MISS'}"
+            )
