@@ -41,8 +41,24 @@ def refuse(mutate: Any) -> InvalidInputError:
 
 
 def test_valid_profile_is_accepted_and_arm_args_go_before_the_prompt() -> None:
+    from pathlib import Path
+
+    from pairlab.adapters.backends.base import EpisodeSpec
+    from pairlab.adapters.backends.environment import build_argv
+
     profile = parse_profile(copy.deepcopy(VALID))
-    assert profile.argv("baseline", prompt="fix it") == [
+    spec = EpisodeSpec(
+        run_id="r",
+        episode_id="r:t:0:baseline",
+        pair_id="r:t:0",
+        task_id="t",
+        arm="baseline",
+        prompt="fix it",
+        profile=profile,
+        fixture_dir=Path("/nonexistent"),
+        timeout_s=10,
+    )
+    assert build_argv(spec, "/workspace") == [
         "simclient",
         "exec",
         "--format",

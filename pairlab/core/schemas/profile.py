@@ -84,17 +84,6 @@ class RunnerProfile(StrictModel):
             raise ValueError("arm_args.baseline is required and must not be empty")
         return self
 
-    def argv(self, arm: str, **values: str) -> list[str]:
-        """command + args + arm args (before the prompt), placeholders filled."""
-        arm_args = self.arm_args.get(arm, [])
-        parts = [*self.command, *arm_args, *self.args]
-        out = []
-        for part in parts:
-            for key, val in values.items():
-                part = part.replace("{" + key + "}", val)
-            out.append(part)
-        return out
-
 
 def _reason_for(loc: tuple[int | str, ...], msg: str) -> ReasonCode:
     if loc and loc[0] == "baseline_isolation":
@@ -106,7 +95,9 @@ def _reason_for(loc: tuple[int | str, ...], msg: str) -> ReasonCode:
 
 def parse_profile(data: object, source: str = "<profile>") -> RunnerProfile:
     if not isinstance(data, dict):
-        raise InvalidInputError(f"{source}: a runner profile must be a mapping", reason=ReasonCode.INVALID_PROFILE)
+        raise InvalidInputError(
+            f"{source}: a runner profile must be a mapping", reason=ReasonCode.INVALID_PROFILE
+        )
     try:
         return RunnerProfile.model_validate(data)
     except ValidationError as exc:
@@ -144,5 +135,7 @@ def load_profile(path: Path) -> RunnerProfile:
     try:
         data = yaml.safe_load(path.read_text(encoding="utf-8"))
     except (OSError, yaml.YAMLError) as exc:
-        raise InvalidInputError(f"{path}: cannot read profile: {exc}", reason=ReasonCode.INPUT_READ_FAILED) from exc
+        raise InvalidInputError(
+            f"{path}: cannot read profile: {exc}", reason=ReasonCode.INPUT_READ_FAILED
+        ) from exc
     return parse_profile(data, str(path))
