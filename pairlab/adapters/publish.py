@@ -33,6 +33,7 @@ from pathlib import Path
 from typing import Any
 
 import polars as pl
+import pyarrow.parquet as pq
 
 from pairlab.adapters.store.base import Store, sha256_file
 from pairlab.core.errors import InvalidInputError, PublishError, ReasonCode
@@ -48,7 +49,13 @@ from pairlab.core.manifest import (
     run_object_key,
     validate_run_id,
 )
-from pairlab.core.redaction import ObjectRedaction, SecretPolicy, redact_bytes, redact_text
+from pairlab.core.redaction import (
+    ObjectRedaction,
+    SecretPolicy,
+    png_text,
+    redact_bytes,
+    redact_text,
+)
 
 _PARTIAL_SUFFIX = ".part"
 
@@ -204,6 +211,10 @@ def _kinds(counts: Mapping[str, int]) -> str:
 def _redact_object(key: str, data: bytes) -> ObjectRedaction:
     if key.endswith(".parquet"):
         return _redact_parquet(data)
+    if key.endswith(".png") and (text := png_text(data)) is not None:
+        # Only a PNG's text chunks can hold text; compressed pixels match patterns by chance.
+        scanned = redact_bytes(text)
+        return ObjectRedaction(data=data, findings=scanned.findings, is_text=False)
     return redact_bytes(data)
 
 
@@ -223,16 +234,22 @@ def _redact_parquet(data: bytes) -> ObjectRedaction:
         buffer = io.BytesIO()
         pl.from_dicts(rows, schema=frame.schema).write_parquet(buffer)
         data = buffer.getvalue()
-    outside = redact_bytes(data)
-    if outside.is_text:  # a Parquet file is never UTF-8; be safe anyway
-        return ObjectRedaction(
-            data=outside.data, findings=cell_findings + outside.findings, is_text=True
-        )
+    # Outside the cells only the footer holds text (column names, key-value metadata);
+    # compressed pages are not scanned as bytes (noise matches patterns by chance).
+    outside = redact_bytes(_parquet_footer_text(data))
     return ObjectRedaction(
         data=data,
         findings=cell_findings + outside.findings,
         is_text=not outside.findings.total(),
     )
+
+
+def _parquet_footer_text(data: bytes) -> bytes:
+    meta = pq.read_metadata(io.BytesIO(data))
+    parts = [name.encode("utf-8") for name in meta.schema.names]
+    for key, value in (meta.metadata or {}).items():
+        parts += [key, value]
+    return b"\n".join(parts)
 
 
 def _redact_value(value: Any) -> tuple[Any, Counter[str]]:

@@ -23,6 +23,7 @@ redacts their string cells with :func:`redact_text` and rebuilds them.
 from __future__ import annotations
 
 import re
+import zlib
 from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -264,3 +265,45 @@ def redact_bytes(data: bytes) -> ObjectRedaction:
     if not result.has_findings:
         return ObjectRedaction(data=data, findings=result.findings, is_text=True)
     return ObjectRedaction(data=result.text.encode("utf-8"), findings=result.findings, is_text=True)
+
+
+PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
+_PNG_TEXT_CHUNKS = (b"tEXt", b"iTXt", b"zTXt")
+
+
+def png_text(data: bytes) -> bytes | None:
+    """The text a PNG carries (tEXt/iTXt/zTXt chunks, decompressed), or None if not a PNG.
+
+    Pixel data (IDAT) is compressed and cannot hold readable text; byte-scanning
+    it finds "e-mails" in noise, so only the text chunks are scanned.
+    """
+    if not data.startswith(PNG_SIGNATURE):
+        return None
+    pos, texts = len(PNG_SIGNATURE), []
+    while pos + 8 <= len(data):
+        length = int.from_bytes(data[pos : pos + 4], "big")
+        kind = data[pos + 4 : pos + 8]
+        body = data[pos + 8 : pos + 8 + length]
+        if len(body) != length or pos + 12 + length > len(data):
+            return None  # truncated: not a PNG we can vouch for
+        if kind in _PNG_TEXT_CHUNKS:
+            texts.append(_png_chunk_text(kind, body))
+        pos += 12 + length  # length, type, body, CRC
+        if kind == b"IEND":
+            return b"\n".join([*texts, data[pos:]])  # bytes after IEND are scanned raw
+    return None
+
+
+def _png_chunk_text(kind: bytes, body: bytes) -> bytes:
+    keyword, _, rest = body.partition(b"\0")
+    try:
+        if kind == b"zTXt":  # compression method byte, then zlib data
+            return keyword + b" " + zlib.decompress(rest[1:])
+        if kind == b"iTXt":  # flag, method, language\0, translated keyword\0, text
+            flag, rest = rest[:1], rest[2:]
+            _, _, rest = rest.partition(b"\0")
+            _, _, text = rest.partition(b"\0")
+            return keyword + b" " + (zlib.decompress(text) if flag == b"\x01" else text)
+    except zlib.error:
+        return body  # undecodable: scan the raw bytes rather than nothing
+    return keyword + b" " + rest
