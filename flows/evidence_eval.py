@@ -17,6 +17,7 @@ from prefect import flow, get_run_logger, task
 from prefect.artifacts import create_progress_artifact, update_progress_artifact
 from prefect.cache_policies import NO_CACHE
 from prefect.task_runners import ThreadPoolTaskRunner
+from prefect.utilities.annotations import quote
 
 from flows.dispatch import dispatch_pair
 from flows.episode_attempt import episode_attempt
@@ -82,19 +83,23 @@ def _execute_one(
         account_dir=account_dir,
     )
     episode_dir = run_dir.episode_dir(planned.episode_id)
-    prepared = prepare_episode(backend, spec)
+    # quote(): Prefect would otherwise walk these objects looking for futures on every
+    # call (about half of a task run's overhead; bench/README.md, Orchestration).
+    q_backend, q_profile = quote(backend), quote(profile)
+    prepared = prepare_episode(q_backend, quote(spec))
+    q_prepared = quote(prepared)
     try:
-        before = quota_snapshot(profile, account_dir)
-        outcome = run_episode(backend, prepared)
-        after = quota_snapshot(profile, account_dir)
-        collected = collect_episode(backend, prepared, episode_dir / "collected")
-        usage = collect_usage(profile, collected.dest)
+        before = quota_snapshot(q_profile, account_dir)
+        outcome = run_episode(q_backend, q_prepared)
+        after = quota_snapshot(q_profile, account_dir)
+        collected = collect_episode(q_backend, q_prepared, episode_dir / "collected")
+        usage = collect_usage(q_profile, collected.dest)
         ledger = collect_ledger(collected.dest, episode_dir)
         final_answer = extract_final_answer(outcome.stdout)
         delivered = ledger.get("observed_returned_tokens") if ledger else None
-        checks = grade_episode(backend, prepared, task_entry, final_answer, delivered)
+        checks = grade_episode(q_backend, q_prepared, quote(task_entry), final_answer, delivered)
     finally:
-        teardown_episode(backend, prepared)
+        teardown_episode(q_backend, q_prepared)
     record = episode_record(
         planned,
         run_id=run_dir.run_id,
@@ -111,7 +116,7 @@ def _execute_one(
         ledger=ledger,
         include_transcript=params.include_transcript,
     )
-    return record_episode(run_dir, record)
+    return record_episode(quote(run_dir), quote(record))
 
 
 @task(name="run-pair", cache_policy=NO_CACHE, persist_result=False)
@@ -194,14 +199,14 @@ def evidence_eval(params: EvidenceEvalParams) -> dict[str, Any]:
             running[fut.wrapped_future] = fut
             return
         fut = run_pair.submit(
-            pair,
-            params=params,
-            suite=suite,
-            profile=profile,
-            backend=backend,
-            run_dir=run_dir,
+            quote(pair),
+            params=quote(params),
+            suite=quote(suite),
+            profile=quote(profile),
+            backend=quote(backend),
+            run_dir=quote(run_dir),
             account_dir=account_dir,
-            done=done,
+            done=quote(done),
         )
         running[fut.wrapped_future] = fut
 
