@@ -10,6 +10,7 @@ from typing import Any
 
 from prefect import serve
 
+from flows import audit_savings, canary_trial, certify_clients, compare_artifact
 from flows.evidence_eval import evidence_eval
 from flows.params import EvidenceEvalParams
 
@@ -30,24 +31,13 @@ def build_deployments() -> list[Any]:
             evidence_eval,
         ),
     ]
-    for module, attr, name in (
-        ("flows.certify_clients", "certify_clients", "certify-clients"),
-        ("flows.compare_artifact", "compare_artifact", "compare-artifact"),
-        ("flows.audit_savings", "audit_savings", "audit-savings"),
-        ("flows.canary_trial", "canary_trial", "canary-trial"),
+    for module, flow_obj in (
+        (certify_clients, certify_clients.certify_clients),
+        (compare_artifact, compare_artifact.compare_artifact),
+        (audit_savings, audit_savings.audit_savings),
+        (canary_trial, canary_trial.canary_trial),
     ):
-        try:
-            mod = __import__(module, fromlist=[attr])
-        except ModuleNotFoundError:
-            continue
-        builder = getattr(mod, "deployment", None)
-        flow_obj = getattr(mod, attr)
-        built = (
-            builder()
-            if builder is not None
-            else flow_obj.to_deployment(name=name, tags=["pairlab"])
-        )
-        deployments.append(by_module_path(built, flow_obj))
+        deployments.append(by_module_path(module.deployment(), flow_obj))
     return deployments
 
 

@@ -183,11 +183,11 @@ def check_usage_matches_truth(
         assert rec.total_tokens == sum(drawn), eid
         assert rec.api_calls == truth["api_calls"], eid
         assert rec.model == truth["model"], eid
-        # The workspace graders pass exactly when the simulator solved the task.
+        # Every grader (workspace commands and final-answer checks) passes exactly when
+        # the simulator solved the task.
         command_checks = [c.passed for c in rec.grader_checks or [] if c.kind == "command"]
         assert command_checks and all(command_checks) is truth["solved"], eid
-        if rec.correct:
-            assert truth["solved"], eid
+        assert rec.correct is truth["solved"], eid
         assert rec.session_id == truth["session_id"], eid
 
 
