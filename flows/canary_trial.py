@@ -43,10 +43,11 @@ from prefect.flow_runs import pause_flow_run
 from prefect.input import RunInput
 from pydantic import ConfigDict, Field, model_validator
 
+from flows.episode_steps import collect_and_grade
 from flows.params import CanaryTrialParams
 from pairlab.adapters.backends.base import ExecutionBackend, make_backend
 from pairlab.adapters.episode_build import episode_record, episode_spec
-from pairlab.adapters.episode_io import extract_final_answer, load_eval_inputs
+from pairlab.adapters.episode_io import load_eval_inputs
 from pairlab.adapters.rundir import RunDir, safe_name
 from pairlab.adapters.trial_inputs import (
     contract_digest,
@@ -71,10 +72,6 @@ from pairlab.core.schemas.catalog import LoadedSuite
 from pairlab.core.schemas.profile import RunnerProfile
 from pairlab.core.verdict import judge_file, render_text
 from tasks.episode import (
-    collect_episode,
-    collect_ledger,
-    collect_usage,
-    grade_episode,
     prepare_episode,
     quota_snapshot,
     record_episode,
@@ -369,12 +366,15 @@ def run_canary_episode(
         before = quota_snapshot(profile, account_dir)
         interval_start = min((o.observed_at for o in before), default=datetime.now(UTC))
         outcome = run_episode(backend, prepared)
-        collected = collect_episode(backend, prepared, episode_dir / "collected")
-        usage = collect_usage(profile, collected.dest)
-        ledger = collect_ledger(collected.dest, episode_dir)
-        final_answer = extract_final_answer(outcome.stdout)
-        delivered = ledger.get("observed_returned_tokens") if ledger else None
-        checks = grade_episode(backend, prepared, entry, final_answer, delivered)
+        collected = collect_and_grade(
+            backend,
+            prepared,
+            profile=profile,
+            task_entry=entry,
+            outcome=outcome,
+            episode_dir=episode_dir,
+        )
+        usage, ledger, checks = collected.usage, collected.ledger, collected.checks
         # Notification: the run's outcome is persisted where the operator reads it.
         notice = {
             "episode_id": planned.episode_id,

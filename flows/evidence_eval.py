@@ -21,12 +21,12 @@ from prefect.utilities.annotations import quote
 
 from flows.dispatch import dispatch_pair
 from flows.episode_attempt import episode_attempt
+from flows.episode_steps import collect_and_grade
 from flows.params import EvidenceEvalParams
 from pairlab.adapters import progress as progress_events
 from pairlab.adapters.backends.base import ExecutionBackend, make_backend
 from pairlab.adapters.episode_build import episode_record, episode_spec
 from pairlab.adapters.episode_io import (
-    extract_final_answer,
     load_eval_inputs,
     sim_account_dir,
 )
@@ -37,10 +37,6 @@ from pairlab.core.schemas.catalog import LoadedSuite
 from pairlab.core.schemas.episode import EpisodeRecord
 from pairlab.core.schemas.profile import RunnerProfile
 from tasks.episode import (
-    collect_episode,
-    collect_ledger,
-    collect_usage,
-    grade_episode,
     prepare_episode,
     quota_snapshot,
     record_episode,
@@ -92,12 +88,14 @@ def _execute_one(
         before = quota_snapshot(q_profile, account_dir)
         outcome = run_episode(q_backend, q_prepared)
         after = quota_snapshot(q_profile, account_dir)
-        collected = collect_episode(q_backend, q_prepared, episode_dir / "collected")
-        usage = collect_usage(q_profile, collected.dest)
-        ledger = collect_ledger(collected.dest, episode_dir)
-        final_answer = extract_final_answer(outcome.stdout)
-        delivered = ledger.get("observed_returned_tokens") if ledger else None
-        checks = grade_episode(q_backend, q_prepared, quote(task_entry), final_answer, delivered)
+        collected = collect_and_grade(
+            backend,
+            prepared,
+            profile=profile,
+            task_entry=task_entry,
+            outcome=outcome,
+            episode_dir=episode_dir,
+        )
     finally:
         teardown_episode(q_backend, q_prepared)
     record = episode_record(
@@ -109,11 +107,11 @@ def _execute_one(
         backend_name=backend.name,
         requested_model=params.model,
         outcome=outcome,
-        usage=usage,
-        checks=checks,
+        usage=collected.usage,
+        checks=collected.checks,
         quota_before=before,
         quota_after=after,
-        ledger=ledger,
+        ledger=collected.ledger,
         include_transcript=params.include_transcript,
     )
     return record_episode(quote(run_dir), quote(record))
