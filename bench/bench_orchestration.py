@@ -54,32 +54,49 @@ def _params(tmp: Path, run_id: str, reps: int, concurrency: int, backend: str = 
     )
 
 
-_TASK_NAMES = (
-    "prepare_episode",
-    "quota_snapshot",
-    "run_episode",
-    "collect_episode",
-    "collect_usage",
-    "collect_ledger",
-    "grade_episode",
-    "record_episode",
-    "teardown_episode",
-)
+# Where the flows call each task: the episode steps live in two modules.
+_TASK_SITES = {
+    "flows.evidence_eval": (
+        "prepare_episode",
+        "quota_snapshot",
+        "run_episode",
+        "record_episode",
+        "teardown_episode",
+    ),
+    "flows.episode_steps": ("collect_episode", "collect_usage", "collect_ledger", "grade_episode"),
+}
+
+
+def _plain(fn: Any) -> Any:
+    """The task's plain function, taking the quote()-wrapped arguments the flow passes."""
+    from prefect.utilities.annotations import quote
+
+    def call(*args: Any, **kwargs: Any) -> Any:
+        args = tuple(a.unquote() if isinstance(a, quote) else a for a in args)
+        kwargs = {k: v.unquote() if isinstance(v, quote) else v for k, v in kwargs.items()}
+        return fn(*args, **kwargs)
+
+    return call
 
 
 @contextlib.contextmanager
 def _plain_functions() -> Iterator[None]:
-    """Make flows.evidence_eval call each task's plain function (no Prefect engine)."""
-    import flows.evidence_eval as ev
+    """Make the flows call each task's plain function (no Prefect engine)."""
+    import importlib
 
-    saved = {name: getattr(ev, name) for name in _TASK_NAMES}
+    saved = [
+        (module, name, getattr(module, name))
+        for module_name, names in _TASK_SITES.items()
+        for module in [importlib.import_module(module_name)]
+        for name in names
+    ]
     try:
-        for name, task in saved.items():
-            setattr(ev, name, task.fn)
+        for module, name, task in saved:
+            setattr(module, name, _plain(task.fn))
         yield
     finally:
-        for name, task in saved.items():
-            setattr(ev, name, task)
+        for module, name, task in saved:
+            setattr(module, name, task)
 
 
 def direct_eval(params: Any) -> int:

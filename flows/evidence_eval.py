@@ -227,8 +227,16 @@ def evidence_eval(params: EvidenceEvalParams) -> dict[str, Any]:
             progress_events.notify(prog)
 
     ordered = [records[e] for e in planned_ids if e in records]
-    analysis = aggregate_cohorts(ordered, run_id, params.min_pairs)
-    outputs = render_report(run_dir, ordered, planned_ids, analysis, params, profile, schedule)
+    analysis = aggregate_cohorts(quote(ordered), run_id, params.min_pairs)
+    outputs = render_report(
+        quote(run_dir),
+        quote(ordered),
+        planned_ids,
+        quote(analysis),
+        quote(params),
+        quote(profile),
+        quote(schedule),
+    )
     manifest = publish_run_outputs(
         run_dir.path, params.store, params.on_secret, params.include_transcript
     )
