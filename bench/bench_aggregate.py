@@ -148,7 +148,7 @@ def _tree_rss_kib(root: int) -> int:
 
 def measure_child(n_cohorts: int, pairs: int, resamples: int) -> tuple[dict[str, float], float]:
     """Run :func:`child` in a fresh interpreter; return its figures and the peak RSS in MiB
-    of the child and its worker processes together (sampled every 50 ms; ru_maxrss of
+    of the child and its worker processes together (sampled every 200 ms; ru_maxrss of
     children is a maximum, not a sum, and counts a fork's pre-exec copy of its parent)."""
     cmd = [sys.executable, "-m", "bench.bench_aggregate", "--child", "--cohorts", str(n_cohorts)]
     cmd += ["--pairs", str(pairs), "--resamples", str(resamples)]
@@ -161,7 +161,7 @@ def measure_child(n_cohorts: int, pairs: int, resamples: int) -> tuple[dict[str,
         nonlocal peak_kib
         while not done.is_set():
             peak_kib = max(peak_kib, _tree_rss_kib(proc.pid))
-            done.wait(0.05)
+            done.wait(0.2)
 
     sampler = threading.Thread(target=sample, daemon=True)
     sampler.start()

@@ -482,6 +482,8 @@ def _run_in_processes(
             [sys.executable, "-m", "pairlab.core.cohort_worker"],
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
+            # one BLAS thread per worker: the workers are the parallelism
+            env={**os.environ, "OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": "1"},
         )
         for _ in chunks
     ]
