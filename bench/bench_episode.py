@@ -14,9 +14,11 @@ import time
 from pathlib import Path
 
 from bench.result import Result
-from pairlab.adapters.backends import EpisodeSpec, make_backend
+from pairlab.adapters.backends import make_backend
+from pairlab.adapters.episode_build import episode_spec
 from pairlab.adapters.paths import catalog_dir
 from pairlab.adapters.profiles import load_named_profile
+from pairlab.core.plan import PlannedEpisode
 from pairlab.core.schemas.catalog import load_suite
 
 REPEATS = 5
@@ -31,19 +33,22 @@ def time_backend(name: str) -> tuple[float, float]:
     with tempfile.TemporaryDirectory() as tmp:
         for i in range(REPEATS):
             pair = f"bench:{task.id}:{i}"
-            spec = EpisodeSpec(
+            spec = episode_spec(
+                PlannedEpisode(
+                    task_id=task.id,
+                    repetition=i,
+                    order=0,
+                    arm="baseline",
+                    pair_id=pair,
+                    episode_id=f"{pair}:baseline",
+                ),
                 run_id="bench",
-                episode_id=f"{pair}:baseline",
-                pair_id=pair,
-                task_id=task.id,
-                arm="baseline",
-                prompt=task.prompt,
+                suite=suite,
                 profile=profile,
-                fixture_dir=suite.fixture_path(task),
-                workspace_subdir=task.workspace,
-                solution_dir=suite.solution_path(task),
-                timeout_s=60,
-                sim_account_dir=Path(tmp) / "account",
+                model=None,
+                seed=0,
+                keep_workspace=False,
+                account_dir=Path(tmp) / "account",
             )
             started = time.perf_counter()
             prepared = backend.prepare(spec)

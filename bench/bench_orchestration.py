@@ -220,10 +220,12 @@ def _prefect_figures() -> dict[str, Any]:
 
 def docker_figures() -> tuple[float, float] | None:
     """(median backend episode s, median bare docker run s) or None without Docker."""
-    from pairlab.adapters.backends import EpisodeSpec, make_backend
+    from pairlab.adapters.backends import make_backend
     from pairlab.adapters.backends.docker import docker_available
+    from pairlab.adapters.episode_build import episode_spec
     from pairlab.adapters.paths import catalog_dir
     from pairlab.adapters.profiles import load_named_profile
+    from pairlab.core.plan import PlannedEpisode
     from pairlab.core.schemas.catalog import load_suite
 
     if not docker_available():
@@ -236,19 +238,22 @@ def docker_figures() -> tuple[float, float] | None:
     with tempfile.TemporaryDirectory() as tmp:
         for i in range(DOCKER_REPEATS):
             pair = f"bench-orch:{task.id}:{i}"
-            spec = EpisodeSpec(
+            spec = episode_spec(
+                PlannedEpisode(
+                    task_id=task.id,
+                    repetition=i,
+                    order=0,
+                    arm="baseline",
+                    pair_id=pair,
+                    episode_id=f"{pair}:baseline",
+                ),
                 run_id="bench-orch",
-                episode_id=f"{pair}:baseline",
-                pair_id=pair,
-                task_id=task.id,
-                arm="baseline",
-                prompt=task.prompt,
+                suite=suite,
                 profile=profile,
-                fixture_dir=suite.fixture_path(task),
-                workspace_subdir=task.workspace,
-                solution_dir=suite.solution_path(task),
-                timeout_s=60,
-                sim_account_dir=Path(tmp) / "account",
+                model=None,
+                seed=0,
+                keep_workspace=False,
+                account_dir=Path(tmp) / "account",
             )
             started = time.perf_counter()
             prepared = backend.prepare(spec)
