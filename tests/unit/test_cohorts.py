@@ -391,7 +391,9 @@ def test_a_metric_with_nulls_resamples_only_its_own_pairs_from_its_own_seed() ->
     assert (e["ciLow"], e["ciHigh"]) == (float(expected.low[0]), float(expected.high[0]))
 
 
-def test_worker_processes_give_exactly_the_threaded_results(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_worker_processes_give_exactly_the_threaded_results(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     import pairlab.core.cohorts as cohorts
 
     records = [

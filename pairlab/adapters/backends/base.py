@@ -43,7 +43,9 @@ class EpisodeSpec(_Model):
     fixture_dir: Path
     workspace_subdir: str = "."
     solution_dir: Path | None = None
-    final_answer: str | None = None  # simulator only (with solution_dir): what a correct agent answers
+    final_answer: str | None = (
+        None  # simulator only (with solution_dir): what a correct agent answers
+    )
     model: str | None = None
     timeout_s: float = Field(gt=0)
     keep_workspace: bool = False

@@ -62,7 +62,9 @@ class TaskEntry(StrictModel):
     seed_findings: list[SeedFinding] = Field(default_factory=list)
     seed_feedback: list[str] = Field(default_factory=list)
     mutate_after_seed: bool = False
-    solution: str = Field(min_length=1)  # directory under catalog/solutions/, overlaid on the workspace
+    solution: str = Field(
+        min_length=1
+    )  # directory under catalog/solutions/, overlaid on the workspace
     final_answer: str | None = None  # what a correct agent answers (simulator)
     graders: list[Grader] = Field(min_length=1)
 
@@ -102,14 +104,18 @@ class LoadedSuite(StrictModel):
         for t in self.tasks:
             if t.id == task_id:
                 return t
-        raise InvalidInputError(f"unknown task '{task_id}' in suite '{self.suite.id}'", reason=ReasonCode.UNKNOWN_TASK)
+        raise InvalidInputError(
+            f"unknown task '{task_id}' in suite '{self.suite.id}'", reason=ReasonCode.UNKNOWN_TASK
+        )
 
 
 def _load_yaml(path: Path) -> object:
     try:
         return yaml.safe_load(path.read_text(encoding="utf-8"))
     except (OSError, yaml.YAMLError) as exc:
-        raise InvalidInputError(f"{path}: cannot read: {exc}", reason=ReasonCode.INPUT_READ_FAILED) from exc
+        raise InvalidInputError(
+            f"{path}: cannot read: {exc}", reason=ReasonCode.INPUT_READ_FAILED
+        ) from exc
 
 
 def _validate(model: type[StrictModel], data: object, path: Path) -> StrictModel:
@@ -118,7 +124,9 @@ def _validate(model: type[StrictModel], data: object, path: Path) -> StrictModel
     except ValidationError as exc:
         first = exc.errors()[0]
         loc = ".".join(str(p) for p in first["loc"])
-        raise InvalidInputError(f"{path}: field '{loc}': {first['msg']}", reason=ReasonCode.INVALID_CATALOG) from exc
+        raise InvalidInputError(
+            f"{path}: field '{loc}': {first['msg']}", reason=ReasonCode.INVALID_CATALOG
+        ) from exc
 
 
 def load_task(path: Path) -> TaskEntry:
@@ -132,19 +140,30 @@ def load_suite(catalog_dir: Path, suite_id: str) -> LoadedSuite:
     path = catalog_dir / "suites" / f"{suite_id}.yaml"
     if not path.exists():
         known = sorted(p.stem for p in (catalog_dir / "suites").glob("*.yaml"))
-        raise InvalidInputError(f"unknown suite '{suite_id}' (known: {', '.join(known) or 'none'})", reason=ReasonCode.NOT_FOUND)
+        raise InvalidInputError(
+            f"unknown suite '{suite_id}' (known: {', '.join(known) or 'none'})",
+            reason=ReasonCode.NOT_FOUND,
+        )
     suite = _validate(Suite, _load_yaml(path), path)
     assert isinstance(suite, Suite)
     tasks = []
     for task_id in suite.tasks:
         task_path = catalog_dir / "tasks" / f"{task_id}.yaml"
         if not task_path.exists():
-            raise InvalidInputError(f"{path}: task '{task_id}' has no file {task_path}", reason=ReasonCode.UNKNOWN_TASK)
+            raise InvalidInputError(
+                f"{path}: task '{task_id}' has no file {task_path}", reason=ReasonCode.UNKNOWN_TASK
+            )
         task = load_task(task_path)
         if task.id != task_id:
-            raise InvalidInputError(f"{task_path}: id '{task.id}' does not match its file name", reason=ReasonCode.INVALID_CATALOG)
+            raise InvalidInputError(
+                f"{task_path}: id '{task.id}' does not match its file name",
+                reason=ReasonCode.INVALID_CATALOG,
+            )
         for sub, name in (("fixtures", task.fixture), ("solutions", task.solution)):
             if not (catalog_dir / sub / name).is_dir():
-                raise InvalidInputError(f"{task_path}: {sub[:-1]} directory '{name}' not found", reason=ReasonCode.INVALID_CATALOG)
+                raise InvalidInputError(
+                    f"{task_path}: {sub[:-1]} directory '{name}' not found",
+                    reason=ReasonCode.INVALID_CATALOG,
+                )
         tasks.append(task)
     return LoadedSuite(suite=suite, tasks=tasks, catalog_dir=str(catalog_dir))
