@@ -24,25 +24,29 @@ from pairlab.core.schemas.catalog import load_suite
 REPEATS = 5
 
 
-def time_backend(name: str) -> tuple[float, float]:
+def time_episodes(
+    backend_name: str, task_id: str, repeats: int, run_id: str
+) -> list[tuple[float, float]]:
+    """(prepare..cleanup wall s, run latency ms) of ``repeats`` baseline episodes of one task."""
     suite = load_suite(catalog_dir(), "core")
-    task = suite.tasks[0]
+    task = suite.task(task_id)
     profile = load_named_profile("sim")
-    backend = make_backend(name)
-    walls, runs = [], []
+    backend = make_backend(backend_name, run_id=run_id)
+    out = []
     with tempfile.TemporaryDirectory() as tmp:
-        for i in range(REPEATS):
-            pair = f"bench:{task.id}:{i}"
+        for i in range(repeats):
+            pair = f"{run_id}:{task.id}:{i}"
+            planned = PlannedEpisode(
+                task_id=task.id,
+                repetition=i,
+                order=0,
+                arm="baseline",
+                pair_id=pair,
+                episode_id=f"{pair}:baseline",
+            )
             spec = episode_spec(
-                PlannedEpisode(
-                    task_id=task.id,
-                    repetition=i,
-                    order=0,
-                    arm="baseline",
-                    pair_id=pair,
-                    episode_id=f"{pair}:baseline",
-                ),
-                run_id="bench",
+                planned,
+                run_id=run_id,
                 suite=suite,
                 profile=profile,
                 model=None,
@@ -55,11 +59,17 @@ def time_backend(name: str) -> tuple[float, float]:
             outcome = backend.run(prepared)
             backend.collect(prepared, Path(tmp) / f"out-{i}")
             backend.cleanup(prepared)
-            walls.append(time.perf_counter() - started)
+            wall = time.perf_counter() - started
             assert outcome.exit_code == 0, outcome.stderr
             assert outcome.latency_ms is not None
-            runs.append(outcome.latency_ms)
-    return statistics.median(walls), statistics.median(runs)
+            out.append((wall, outcome.latency_ms))
+    return out
+
+
+def time_backend(name: str) -> tuple[float, float]:
+    task_id = load_suite(catalog_dir(), "core").tasks[0].id
+    timings = time_episodes(name, task_id, REPEATS, "bench")
+    return statistics.median(w for w, _ in timings), statistics.median(r for _, r in timings)
 
 
 def run() -> list[Result]:

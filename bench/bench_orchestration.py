@@ -220,61 +220,24 @@ def _prefect_figures() -> dict[str, Any]:
 
 def docker_figures() -> tuple[float, float] | None:
     """(median backend episode s, median bare docker run s) or None without Docker."""
-    from pairlab.adapters.backends import make_backend
+    from bench.bench_episode import time_episodes
     from pairlab.adapters.backends.docker import docker_available
-    from pairlab.adapters.episode_build import episode_spec
     from pairlab.adapters.paths import catalog_dir
     from pairlab.adapters.profiles import load_named_profile
-    from pairlab.core.plan import PlannedEpisode
     from pairlab.core.schemas.catalog import load_suite
 
     if not docker_available():
         return None
-    suite = load_suite(catalog_dir(), "core")
-    task = suite.task(TASK)
-    profile = load_named_profile("sim")
-    backend = make_backend("docker", run_id="bench-orch")
-    ours, bare = [], []
-    with tempfile.TemporaryDirectory() as tmp:
-        for i in range(DOCKER_REPEATS):
-            pair = f"bench-orch:{task.id}:{i}"
-            spec = episode_spec(
-                PlannedEpisode(
-                    task_id=task.id,
-                    repetition=i,
-                    order=0,
-                    arm="baseline",
-                    pair_id=pair,
-                    episode_id=f"{pair}:baseline",
-                ),
-                run_id="bench-orch",
-                suite=suite,
-                profile=profile,
-                model=None,
-                seed=0,
-                keep_workspace=False,
-                account_dir=Path(tmp) / "account",
-            )
-            started = time.perf_counter()
-            prepared = backend.prepare(spec)
-            outcome = backend.run(prepared)
-            backend.collect(prepared, Path(tmp) / f"out-{i}")
-            backend.cleanup(prepared)
-            ours.append(time.perf_counter() - started)
-            assert outcome.exit_code == 0, outcome.stderr
-            argv = ["docker", "run", "--rm", "--network", "none", "-e", "HOME=/tmp"]
-            argv += [
-                profile.image or "",
-                "simclient",
-                "exec",
-                "--format",
-                "claude",
-                "--",
-                task.prompt,
-            ]
-            started = time.perf_counter()
-            subprocess.run(argv, capture_output=True, check=True, timeout=120)
-            bare.append(time.perf_counter() - started)
+    ours = [wall for wall, _ in time_episodes("docker", TASK, DOCKER_REPEATS, "bench-orch")]
+    task = load_suite(catalog_dir(), "core").task(TASK)
+    image = load_named_profile("sim").image
+    argv = ["docker", "run", "--rm", "--network", "none", "-e", "HOME=/tmp", image]
+    argv += ["simclient", "exec", "--format", "claude", "--", task.prompt]
+    bare = []
+    for _ in range(DOCKER_REPEATS):
+        started = time.perf_counter()
+        subprocess.run(argv, capture_output=True, check=True, timeout=120)
+        bare.append(time.perf_counter() - started)
     return statistics.median(ours), statistics.median(bare)
 
 

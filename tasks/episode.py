@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
 
 from prefect import task
 from prefect.cache_policies import NO_CACHE
@@ -17,7 +15,7 @@ from pairlab.adapters.backends.base import (
     RunOutcome,
 )
 from pairlab.adapters.episode_io import (
-    extract_final_answer,
+    EpisodeUsage,
     ingest_ledger,
     read_episode_usage,
     snapshot_quota,
@@ -63,7 +61,7 @@ def collect_episode(
 
 
 @task(name="collect-usage", cache_policy=NO_CACHE, persist_result=False)
-def collect_usage(profile: RunnerProfile, collected_dir: Path) -> Any:
+def collect_usage(profile: RunnerProfile, collected_dir: Path) -> EpisodeUsage:
     return read_episode_usage(profile, collected_dir)
 
 
@@ -94,17 +92,11 @@ def teardown_episode(backend: ExecutionBackend, prepared: PreparedEpisode) -> No
     backend.cleanup(prepared)
 
 
-def now_utc() -> datetime:
-    return datetime.now(UTC)
-
-
 __all__ = [
     "collect_episode",
     "collect_ledger",
     "collect_usage",
-    "extract_final_answer",
     "grade_episode",
-    "now_utc",
     "prepare_episode",
     "quota_snapshot",
     "record_episode",

@@ -118,20 +118,6 @@ class EpisodeRecord(CamelModel):
         return self.model_dump_json(by_alias=True)
 
 
-def usage_fields(vector: UsageVector) -> dict[str, int | None]:
-    """Episode-record fields (python names) for a usage vector; nulls kept."""
-    return {
-        "uncached_input_tokens": vector.uncached_input,
-        "cached_input_tokens": vector.cache_read,
-        "cache_write5m_tokens": vector.cache_write_5m,
-        "cache_write1h_tokens": vector.cache_write_1h,
-        "cache_write_tokens": vector.cache_write_generic,
-        "output_tokens": vector.output,
-        "reasoning_tokens": vector.reasoning,
-        "total_tokens": vector.total,
-    }
-
-
 def parse_episode_line(line: str, line_no: int, source: str = "<input>") -> EpisodeRecord:
     """Parse one JSONL line; a bad line is an error naming the line, never skipped."""
     try:
