@@ -41,9 +41,9 @@ from prefect.cache_policies import NO_CACHE
 from prefect.exceptions import FlowPauseTimeout
 from prefect.flow_runs import pause_flow_run
 from prefect.input import RunInput
+from prefect.utilities.annotations import quote
 from pydantic import ConfigDict, Field, model_validator
 
-from flows.episode_steps import collect_and_grade
 from flows.params import CanaryTrialParams
 from pairlab.adapters.backends.base import ExecutionBackend, make_backend
 from pairlab.adapters.episode_build import episode_record, episode_spec
@@ -72,6 +72,7 @@ from pairlab.core.schemas.catalog import LoadedSuite
 from pairlab.core.schemas.profile import RunnerProfile
 from pairlab.core.verdict import judge_file, render_text
 from tasks.episode import (
+    collect_and_grade,
     prepare_episode,
     quota_snapshot,
     record_episode,
@@ -367,11 +368,11 @@ def run_canary_episode(
         interval_start = min((o.observed_at for o in before), default=datetime.now(UTC))
         outcome = run_episode(backend, prepared)
         collected = collect_and_grade(
-            backend,
-            prepared,
-            profile=profile,
-            task_entry=entry,
-            outcome=outcome,
+            quote(backend),
+            quote(prepared),
+            profile=quote(profile),
+            task_entry=quote(entry),
+            outcome=quote(outcome),
             episode_dir=episode_dir,
         )
         usage, ledger, checks = collected.usage, collected.ledger, collected.checks

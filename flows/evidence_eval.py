@@ -21,7 +21,6 @@ from prefect.utilities.annotations import quote
 
 from flows.dispatch import dispatch_pair
 from flows.episode_attempt import episode_attempt
-from flows.episode_steps import collect_and_grade
 from flows.params import EvidenceEvalParams
 from pairlab.adapters import progress as progress_events
 from pairlab.adapters.backends.base import ExecutionBackend, make_backend
@@ -37,10 +36,10 @@ from pairlab.core.schemas.catalog import LoadedSuite
 from pairlab.core.schemas.episode import EpisodeRecord
 from pairlab.core.schemas.profile import RunnerProfile
 from tasks.episode import (
+    collect_and_grade,
     prepare_episode,
-    quota_snapshot,
     record_episode,
-    run_episode,
+    run_measured,
     teardown_episode,
 )
 from tasks.report import aggregate_cohorts, publish_run_outputs, render_report
@@ -81,19 +80,19 @@ def _execute_one(
     episode_dir = run_dir.episode_dir(planned.episode_id)
     # quote(): Prefect would otherwise walk these objects looking for futures on every
     # call (about half of a task run's overhead; bench/README.md, Orchestration).
+    # Five task runs per episode: prepare, run (between its quota snapshots),
+    # collect-and-grade, teardown, record (tasks/episode.py).
     q_backend, q_profile = quote(backend), quote(profile)
     prepared = prepare_episode(q_backend, quote(spec))
     q_prepared = quote(prepared)
     try:
-        before = quota_snapshot(q_profile, account_dir)
-        outcome = run_episode(q_backend, q_prepared)
-        after = quota_snapshot(q_profile, account_dir)
+        measured = run_measured(q_backend, q_prepared, q_profile, account_dir)
         collected = collect_and_grade(
-            backend,
-            prepared,
-            profile=profile,
-            task_entry=task_entry,
-            outcome=outcome,
+            q_backend,
+            q_prepared,
+            profile=q_profile,
+            task_entry=quote(task_entry),
+            outcome=quote(measured.outcome),
             episode_dir=episode_dir,
         )
     finally:
@@ -106,11 +105,11 @@ def _execute_one(
         profile=profile,
         backend_name=backend.name,
         requested_model=params.model,
-        outcome=outcome,
+        outcome=measured.outcome,
         usage=collected.usage,
         checks=collected.checks,
-        quota_before=before,
-        quota_after=after,
+        quota_before=measured.quota_before,
+        quota_after=measured.quota_after,
         ledger=collected.ledger,
         include_transcript=params.include_transcript,
     )

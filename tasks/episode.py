@@ -1,7 +1,16 @@
-"""Tasks for one episode: prepare, quota snapshot, run, collect usage, grade, record, teardown."""
+"""Tasks for one episode: prepare, run (between quota snapshots), collect and grade,
+teardown, record.
+
+Each task is one Prefect task run, so each costs a round of state events
+(bench/README.md, Orchestration). Steps that are cheap and never retried on
+their own are folded into the task they belong to: the quota snapshots into
+the run they bracket, usage, ledger and grading into the collection whose files
+they read. Retries still follow the rule of DESIGN 2: infrastructure steps are
+retried, the agent's run never is."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
 
 from prefect import task
@@ -16,6 +25,7 @@ from pairlab.adapters.backends.base import (
 )
 from pairlab.adapters.episode_io import (
     EpisodeUsage,
+    extract_final_answer,
     ingest_ledger,
     read_episode_usage,
     snapshot_quota,
@@ -53,32 +63,58 @@ def run_episode(backend: ExecutionBackend, prepared: PreparedEpisode) -> RunOutc
     return backend.run(prepared)
 
 
-@task(name="collect", **_infra)  # type: ignore[call-overload]
-def collect_episode(
-    backend: ExecutionBackend, prepared: PreparedEpisode, dest: Path
-) -> CollectedFiles:
-    return backend.collect(prepared, dest)
+@dataclass(frozen=True)
+class MeasuredRun:
+    """The agent's run and the quota snapshots taken right before and after it."""
+
+    quota_before: list[QuotaObservation]
+    outcome: RunOutcome
+    quota_after: list[QuotaObservation]
 
 
-@task(name="collect-usage", cache_policy=NO_CACHE, persist_result=False)
-def collect_usage(profile: RunnerProfile, collected_dir: Path) -> EpisodeUsage:
-    return read_episode_usage(profile, collected_dir)
-
-
-@task(name="grade", cache_policy=NO_CACHE, persist_result=False)
-def grade_episode(
+@task(name="run", cache_policy=NO_CACHE, persist_result=False)
+def run_measured(
     backend: ExecutionBackend,
     prepared: PreparedEpisode,
+    profile: RunnerProfile,
+    account_dir: Path | None,
+) -> MeasuredRun:
+    """Snapshot quota, run the agent, snapshot quota again. Never retried: the run is the data."""
+    before = snapshot_quota(profile, account_dir)
+    outcome = backend.run(prepared)
+    after = snapshot_quota(profile, account_dir)
+    return MeasuredRun(quota_before=before, outcome=outcome, quota_after=after)
+
+
+@dataclass(frozen=True)
+class CollectedEpisode:
+    files: CollectedFiles
+    usage: EpisodeUsage
+    ledger: dict[str, int | None] | None
+    checks: list[GraderCheck]
+
+
+@task(name="collect-and-grade", **_infra)  # type: ignore[call-overload]
+def collect_and_grade(
+    backend: ExecutionBackend,
+    prepared: PreparedEpisode,
+    profile: RunnerProfile,
     task_entry: TaskEntry,
-    final_answer: str | None,
-    delivered_tokens: int | None,
-) -> list[GraderCheck]:
-    return grade(backend, prepared, task_entry, final_answer, delivered_tokens)
+    outcome: RunOutcome,
+    episode_dir: Path,
+) -> CollectedEpisode:
+    """Copy the episode's files out, read its provider-native usage, ingest its MCP
+    ledger rows, grade its workspace and final answer.
 
-
-@task(name="ledger", cache_policy=NO_CACHE, persist_result=False)
-def collect_ledger(collected_dir: Path, episode_dir: Path) -> dict[str, int | None] | None:
-    return ingest_ledger(collected_dir, episode_dir)
+    Every step is idempotent (collection overwrites, ledger rows are keyed, grading
+    reads), so the whole task is retried on an infrastructure error."""
+    files = backend.collect(prepared, episode_dir / "collected")
+    usage = read_episode_usage(profile, files.dest)
+    ledger = ingest_ledger(files.dest, episode_dir)
+    delivered = ledger.get("observed_returned_tokens") if ledger else None
+    final_answer = extract_final_answer(outcome.stdout)
+    checks = grade(backend, prepared, task_entry, final_answer, delivered)
+    return CollectedEpisode(files=files, usage=usage, ledger=ledger, checks=checks)
 
 
 @task(name="record", **_infra)  # type: ignore[call-overload]
@@ -93,13 +129,13 @@ def teardown_episode(backend: ExecutionBackend, prepared: PreparedEpisode) -> No
 
 
 __all__ = [
-    "collect_episode",
-    "collect_ledger",
-    "collect_usage",
-    "grade_episode",
+    "CollectedEpisode",
+    "MeasuredRun",
+    "collect_and_grade",
     "prepare_episode",
     "quota_snapshot",
     "record_episode",
     "run_episode",
+    "run_measured",
     "teardown_episode",
 ]
