@@ -11,10 +11,12 @@ from __future__ import annotations
 import statistics
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 from bench.result import Result
 from pairlab.adapters.backends import make_backend
+from pairlab.adapters.backends.base import PreparedEpisode
 from pairlab.adapters.episode_build import episode_spec
 from pairlab.adapters.paths import catalog_dir
 from pairlab.adapters.profiles import load_named_profile
@@ -25,9 +27,16 @@ REPEATS = 5
 
 
 def time_episodes(
-    backend_name: str, task_id: str, repeats: int, run_id: str
+    backend_name: str,
+    task_id: str,
+    repeats: int,
+    run_id: str,
+    after: Callable[[PreparedEpisode], None] | None = None,
 ) -> list[tuple[float, float]]:
-    """(prepare..cleanup wall s, run latency ms) of ``repeats`` baseline episodes of one task."""
+    """(prepare..cleanup wall s, run latency ms) of ``repeats`` baseline episodes of one task.
+
+    ``after`` is called with each prepared episode once it is cleaned up, outside the
+    timed span (the orchestration bench runs the bare comparison there, interleaved)."""
     suite = load_suite(catalog_dir(), "core")
     task = suite.task(task_id)
     profile = load_named_profile("sim")
@@ -63,6 +72,8 @@ def time_episodes(
             assert outcome.exit_code == 0, outcome.stderr
             assert outcome.latency_ms is not None
             out.append((wall, outcome.latency_ms))
+            if after is not None:
+                after(prepared)
     return out
 
 

@@ -51,17 +51,42 @@ class _ChunkReader(io.RawIOBase):
         return size
 
 
-def unpack_stream(chunks: Iterable[bytes], dest: Path) -> list[str]:
-    """Extract a streamed tar into ``dest``; returns the names of skipped (unsafe) members."""
+def _strip(name: str, count: int) -> str | None:
+    """``name`` without its first ``count`` path components (None: nothing left)."""
+    parts = [p for p in name.split("/") if p not in ("", ".")]
+    rest = parts[count:]
+    return "/".join(rest) if rest else None
+
+
+def unpack_stream(chunks: Iterable[bytes], dest: Path, *, strip_components: int = 0) -> list[str]:
+    """Extract a streamed tar into ``dest``; returns the names of skipped (unsafe) members.
+
+    ``strip_components`` drops that many leading path components from every member
+    name (and from hard-link targets), as ``tar --strip-components`` does; members
+    with nothing left (the stripped directories themselves) are not extracted.
+    """
     dest.mkdir(parents=True, exist_ok=True)
     skipped: list[str] = []
     uid, gid = os.getuid(), os.getgid()
 
     def safe(member: tarfile.TarInfo, path: str) -> tarfile.TarInfo | None:
+        original = member.name  # reported as the archive named it
+        if strip_components:
+            name = _strip(member.name, strip_components)
+            if name is None:
+                return None
+            changes: dict[str, str] = {"name": name}
+            if member.islnk():
+                target = _strip(member.linkname, strip_components)
+                if target is None:
+                    skipped.append(original)
+                    return None
+                changes["linkname"] = target
+            member = member.replace(**changes, deep=False)  # type: ignore[arg-type]
         try:
             checked = tarfile.data_filter(member, path)
         except tarfile.FilterError:
-            skipped.append(member.name)
+            skipped.append(original)
             return None
         return checked.replace(uid=uid, gid=gid, uname="", gname="", deep=False)
 

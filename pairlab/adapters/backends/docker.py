@@ -4,6 +4,11 @@ Volumes (``workspace``, ``home``, ``graph``, ``state``) are created per episode,
 labelled ``pairlab.managed=true`` / ``pairlab.run_id`` / ``pairlab.episode_id`` /
 ``pairlab.owner`` (host:pid), and populated from the fixture through the episode
 container itself before it starts (``put_archive`` writes into its volumes).
+The three roles collected after the run (``home``, ``graph``, ``state``) are
+mounted side by side under ``/pairlab/agent`` so that one ``get_archive`` call
+collects them all: each archive call costs the engine a rootfs mount and a
+re-exec (~45 ms here), which made collection the largest per-episode overhead
+(bench/README.md, Orchestration).
 The agent runs as a non-root user with the profile's CPU/memory/pids limits and
 network mode; the simulator's account dir is bind-mounted read-write and the
 task solution read-only when the profile asks for it. Docker SDK errors are
@@ -50,7 +55,12 @@ from pairlab.adapters.backends.environment import (
 from pairlab.core.errors import EnvironmentUnavailable, ExecutionError, ReasonCode
 
 MOUNT_ROOT = "/pairlab"
+AGENT_ROOT = f"{MOUNT_ROOT}/agent"  # parent of the collected roles' mounts
 VOLUME_ROLES = ("workspace", "home", "graph", "state")
+MOUNT_PATHS = {
+    "workspace": f"{MOUNT_ROOT}/workspace",
+    **{role: f"{AGENT_ROOT}/{role}" for role in COLLECTED_ROLES},
+}
 SOLUTION_MOUNT = f"{MOUNT_ROOT}/solution"
 ACCOUNT_MOUNT = f"{MOUNT_ROOT}/account"
 DEFAULT_USER = (1000, 1000)
@@ -228,9 +238,10 @@ class DockerBackend:
         try:
             shutil.copytree(spec.fixture_dir, staging / "workspace", symlinks=True)
             (staging / "workspace" / sub).mkdir(parents=True, exist_ok=True)
-            for role in ("home", "graph", "state"):
-                (staging / role).mkdir()
-            seed_home(spec, staging / "home")
+            agent = staging / Path(AGENT_ROOT).relative_to(MOUNT_ROOT)
+            for role in COLLECTED_ROLES:
+                (agent / role).mkdir(parents=True)
+            seed_home(spec, agent / "home")
             yield staging
         finally:
             shutil.rmtree(staging, ignore_errors=True)
@@ -262,11 +273,11 @@ class DockerBackend:
             else None
         )
         paths = EpisodePaths(
-            workspace_root=f"{MOUNT_ROOT}/workspace",
+            workspace_root=MOUNT_PATHS["workspace"],
             workdir=workdir,
-            home=f"{MOUNT_ROOT}/home",
-            graph=f"{MOUNT_ROOT}/graph",
-            state=f"{MOUNT_ROOT}/state",
+            home=MOUNT_PATHS["home"],
+            graph=MOUNT_PATHS["graph"],
+            state=MOUNT_PATHS["state"],
             solution=SOLUTION_MOUNT if solution is not None else None,
             account=ACCOUNT_MOUNT if spec.sim_account_dir is not None else None,
         )
@@ -285,7 +296,7 @@ class DockerBackend:
                 )
                 volumes[role] = name
             binds: dict[str, dict[str, str]] = {
-                volumes[role]: {"bind": f"{MOUNT_ROOT}/{role}", "mode": "rw"}
+                volumes[role]: {"bind": MOUNT_PATHS[role], "mode": "rw"}
                 for role in VOLUME_ROLES
             }
             if solution is not None:
@@ -329,7 +340,7 @@ class DockerBackend:
             workdir=workdir,
             volumes=volumes,
             container_id=container.id,
-            mounts={role: f"{MOUNT_ROOT}/{role}" for role in VOLUME_ROLES},
+            mounts={role: MOUNT_PATHS[role] for role in VOLUME_ROLES},
         )
 
     # -- run ---------------------------------------------------------------------
@@ -407,15 +418,15 @@ class DockerBackend:
                         "HOME": "/tmp",
                         "LANG": "C.UTF-8",
                         "PAIRLAB_WORKSPACE": prepared.workdir,
-                        "PAIRLAB_GRAPH_DIR": f"{MOUNT_ROOT}/graph",
+                        "PAIRLAB_GRAPH_DIR": MOUNT_PATHS["graph"],
                         "PAIRLAB_TASK_ID": spec.task_id,
                     },
                     volumes={
                         prepared.volumes["workspace"]: {
-                            "bind": f"{MOUNT_ROOT}/workspace",
+                            "bind": MOUNT_PATHS["workspace"],
                             "mode": "rw",
                         },
-                        prepared.volumes["graph"]: {"bind": f"{MOUNT_ROOT}/graph", "mode": "ro"},
+                        prepared.volumes["graph"]: {"bind": MOUNT_PATHS["graph"], "mode": "ro"},
                     },
                     network_mode="none",
                     nano_cpus=int(res.cpus * 1e9),
@@ -437,12 +448,9 @@ class DockerBackend:
     def collect(self, prepared: PreparedEpisode, dest: Path) -> CollectedFiles:
         container = self._container(prepared)
         dest.mkdir(parents=True, exist_ok=True)
-        for role in COLLECTED_ROLES:
-            chunks, _stat = _call(
-                f"collect {role}",
-                lambda role=role: container.get_archive(f"{MOUNT_ROOT}/{role}"),  # type: ignore[misc]
-            )
-            unpack_stream(chunks, dest)
+        # One archive of the agent root holds every collected role ("agent/home/...").
+        chunks, _stat = _call("collect", lambda: container.get_archive(AGENT_ROOT))
+        unpack_stream(chunks, dest, strip_components=1)
         return list_collected(dest)
 
     def _remove(self, container: Any, volumes: Mapping[str, str]) -> None:
@@ -455,7 +463,7 @@ class DockerBackend:
                 raise ExecutionError(f"could not remove container {container.name}: {exc}") from exc
         for name in volumes.values():
             try:
-                self.client.volumes.get(name).remove(force=True)
+                self.client.api.remove_volume(name, force=True)
             except docker.errors.NotFound:
                 pass
             except docker.errors.DockerException as exc:
