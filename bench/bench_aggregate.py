@@ -3,7 +3,8 @@
 Generates the episodes directly as a polars frame (no pydantic: the benchmark
 is the analysis, not the parser), runs the full cohort analysis (all contrasts
 x all metrics, 10,000 resamples) in a child process and reports its wall time
-and peak RSS (``ru_maxrss`` of that child, from ``os.wait4``). A reference
+and peak RSS (the RSS of that child and its worker processes summed, sampled from
+/proc; never reported below the child's own ``ru_maxrss``). A reference
 implementation - one ``scipy.stats.bootstrap`` call per interval - is timed on
 a sample of intervals and extrapolated to the same interval count; the ratio is
 reported. Targets (issue 10): < 30 s, < 4 GiB peak, >= 25x the reference.

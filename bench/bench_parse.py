@@ -6,7 +6,7 @@ Generates (in a temp dir, deleted afterwards) >= 500 MB of provider-native recor
 rollouts (response items, re-emitted ``token_count`` snapshots with rate limits,
 turn contexts). Each reader then reads its whole corpus as ONE episode in a fresh
 interpreter (the worst case for the cross-file dedupe map), which prints its
-wall time and its own peak RSS (``ru_maxrss``). Figures: MB/s (10^6 bytes of
+wall time and its own peak RSS (``VmHWM``). Figures: MB/s (10^6 bytes of
 file per wall second) and peak RSS in MiB, beside the RSS of an interpreter that
 only imported the reader (the memory the corpus itself cost).
 
@@ -265,11 +265,17 @@ def generate(root: Path) -> dict[str, tuple[Path, int]]:
     return {"claude": (claude, total_claude), "codex": (codex, total_codex)}
 
 
+# Peak RSS is VmHWM (this process image's high-water mark), not ru_maxrss: Linux
+# carries ru_maxrss across exec, so a child forked from a large benchmark process
+# would report its parent's size (run_all.py after the aggregation bench: ~200 MiB).
 _CHILD = """
-import resource, sys, time, json
+import sys, time, json
 from pathlib import Path
+def hwm_kib():
+    with open("/proc/self/status") as fh:
+        return next(int(line.split()[1]) for line in fh if line.startswith("VmHWM:"))
 from pairlab.adapters.usage import read_usage
-base = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+base = hwm_kib()
 if sys.argv[3] == "read":
     t = time.perf_counter()
     r = read_usage(sys.argv[1], [Path(sys.argv[2])])
@@ -277,7 +283,7 @@ if sys.argv[3] == "read":
     calls = r.api_calls
 else:
     took, calls = 0.0, None
-peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+peak = hwm_kib()
 print(json.dumps({"s": took, "peak_kib": peak, "base_kib": base, "calls": calls}))
 """
 
