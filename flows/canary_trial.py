@@ -41,7 +41,6 @@ from prefect.cache_policies import NO_CACHE
 from prefect.exceptions import FlowPauseTimeout
 from prefect.flow_runs import pause_flow_run
 from prefect.input import RunInput
-from prefect.utilities.annotations import quote
 from pydantic import ConfigDict, Field, model_validator
 
 from flows.params import CanaryTrialParams
@@ -71,6 +70,7 @@ from pairlab.core.plan import PlannedEpisode, Schedule, plan_canary
 from pairlab.core.schemas.catalog import LoadedSuite
 from pairlab.core.schemas.profile import RunnerProfile
 from pairlab.core.verdict import judge_file, render_text
+from tasks.args import quoted
 from tasks.episode import (
     collect_and_grade,
     prepare_episode,
@@ -368,11 +368,11 @@ def run_canary_episode(
         interval_start = min((o.observed_at for o in before), default=datetime.now(UTC))
         outcome = run_episode(backend, prepared)
         collected = collect_and_grade(
-            quote(backend),
-            quote(prepared),
-            profile=quote(profile),
-            task_entry=quote(entry),
-            outcome=quote(outcome),
+            quoted(backend),
+            quoted(prepared),
+            profile=quoted(profile),
+            task_entry=quoted(entry),
+            outcome=quoted(outcome),
             episode_dir=episode_dir,
         )
         usage, ledger, checks = collected.usage, collected.ledger, collected.checks

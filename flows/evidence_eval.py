@@ -12,12 +12,13 @@ import secrets
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
+from uuid import UUID
 
 from prefect import flow, get_run_logger, task
 from prefect.artifacts import create_progress_artifact, update_progress_artifact
 from prefect.cache_policies import NO_CACHE
+from prefect.futures import PrefectConcurrentFuture, PrefectFuture
 from prefect.task_runners import ThreadPoolTaskRunner
-from prefect.utilities.annotations import quote
 
 from flows.dispatch import dispatch_pair
 from flows.episode_attempt import episode_attempt
@@ -35,6 +36,7 @@ from pairlab.core.plan import PlannedEpisode, Schedule, plan_schedule
 from pairlab.core.schemas.catalog import LoadedSuite
 from pairlab.core.schemas.episode import EpisodeRecord
 from pairlab.core.schemas.profile import RunnerProfile
+from tasks.args import quoted
 from tasks.episode import (
     collect_and_grade,
     prepare_episode,
@@ -78,21 +80,21 @@ def _execute_one(
         account_dir=account_dir,
     )
     episode_dir = run_dir.episode_dir(planned.episode_id)
-    # quote(): Prefect would otherwise walk these objects looking for futures on every
+    # quoted(): Prefect would otherwise walk these objects looking for futures on every
     # call (about half of a task run's overhead; bench/README.md, Orchestration).
     # Five task runs per episode: prepare, run (between its quota snapshots),
     # collect-and-grade, teardown, record (tasks/episode.py).
-    q_backend, q_profile = quote(backend), quote(profile)
-    prepared = prepare_episode(q_backend, quote(spec))
-    q_prepared = quote(prepared)
+    q_backend, q_profile = quoted(backend), quoted(profile)
+    prepared = prepare_episode(q_backend, quoted(spec))
+    q_prepared = quoted(prepared)
     try:
         measured = run_measured(q_backend, q_prepared, q_profile, account_dir)
         collected = collect_and_grade(
             q_backend,
             q_prepared,
             profile=q_profile,
-            task_entry=quote(task_entry),
-            outcome=quote(measured.outcome),
+            task_entry=quoted(task_entry),
+            outcome=quoted(measured.outcome),
             episode_dir=episode_dir,
         )
     finally:
@@ -113,7 +115,7 @@ def _execute_one(
         ledger=collected.ledger,
         include_transcript=params.include_transcript,
     )
-    return record_episode(quote(run_dir), quote(record))
+    return record_episode(quoted(run_dir), quoted(record))
 
 
 @task(name="run-pair", cache_policy=NO_CACHE, persist_result=False)
@@ -153,7 +155,9 @@ def run_pair(
 
 @flow(
     name="evidence-eval",
-    task_runner=ThreadPoolTaskRunner(max_workers=MAX_PAIR_WORKERS),
+    # TaskRunner is invariant in its future type, so Prefect's own runner does not match
+    # the decorator's TaskRunner[PrefectFuture[Any]] annotation.
+    task_runner=ThreadPoolTaskRunner(max_workers=MAX_PAIR_WORKERS),  # type: ignore[arg-type]
     validate_parameters=True,
     log_prints=False,
 )
@@ -173,7 +177,7 @@ def evidence_eval(params: EvidenceEvalParams) -> dict[str, Any]:
     account_dir = sim_account_dir(Path(params.work_dir), profile)
 
     prog = progress_events.Progress(total=len(planned_ids), skipped=len(done))
-    artifact_id = create_progress_artifact(
+    artifact_id: UUID = create_progress_artifact(  # type: ignore[assignment]  # sync here
         progress=prog.percent(), key=None, description=f"episodes of run {run_id}"
     )
     logger.info(
@@ -188,24 +192,28 @@ def evidence_eval(params: EvidenceEvalParams) -> dict[str, Any]:
     pending = [p for p in pairs if any(e.episode_id not in done for e in p)]
     records: dict[str, EpisodeRecord] = dict(done)
     window = params.concurrency
-    running: dict[concurrent.futures.Future[Any], Any] = {}
+    running: dict[concurrent.futures.Future[Any], PrefectConcurrentFuture[Any]] = {}
+
+    def track(fut: PrefectFuture[Any]) -> None:
+        # The flow's ThreadPoolTaskRunner makes concurrent futures, which can be waited on.
+        assert isinstance(fut, PrefectConcurrentFuture), type(fut)
+        running[fut.wrapped_future] = fut
 
     def submit(pair: list[PlannedEpisode]) -> None:
         if params.dispatch.mode == "work-pool":  # scale-out: flows/dispatch.py
-            fut = dispatch_pair.submit(pair, params=params, run_dir=run_dir)
-            running[fut.wrapped_future] = fut
+            track(dispatch_pair.submit(pair, params=params, run_dir=run_dir))
             return
         fut = run_pair.submit(
-            quote(pair),
-            params=quote(params),
-            suite=quote(suite),
-            profile=quote(profile),
-            backend=quote(backend),
-            run_dir=quote(run_dir),
+            quoted(pair),
+            params=quoted(params),
+            suite=quoted(suite),
+            profile=quoted(profile),
+            backend=quoted(backend),
+            run_dir=quoted(run_dir),
             account_dir=account_dir,
-            done=quote(done),
+            done=quoted(done),
         )
-        running[fut.wrapped_future] = fut
+        track(fut)
 
     queue = list(pending)
     while queue or running:
@@ -226,15 +234,15 @@ def evidence_eval(params: EvidenceEvalParams) -> dict[str, Any]:
             progress_events.notify(prog)
 
     ordered = [records[e] for e in planned_ids if e in records]
-    analysis = aggregate_cohorts(quote(ordered), run_id, params.min_pairs)
+    analysis = aggregate_cohorts(quoted(ordered), run_id, params.min_pairs)
     outputs = render_report(
-        quote(run_dir),
-        quote(ordered),
+        quoted(run_dir),
+        quoted(ordered),
         planned_ids,
-        quote(analysis),
-        quote(params),
-        quote(profile),
-        quote(schedule),
+        quoted(analysis),
+        quoted(params),
+        quoted(profile),
+        quoted(schedule),
     )
     manifest = publish_run_outputs(
         run_dir.path, params.store, params.on_secret, params.include_transcript

@@ -11,6 +11,10 @@ from flows.dispatch_params import DispatchParams
 Arm = Literal["baseline", "optimizer", "retrieval", "full"]
 
 
+def _all_arms() -> list[Arm]:
+    return ["baseline", "optimizer", "retrieval", "full"]
+
+
 class EvidenceEvalParams(BaseModel):
     """A paired, order-rotated evaluation of the treatment arms against baseline."""
 
@@ -28,7 +32,7 @@ class EvidenceEvalParams(BaseModel):
         5, ge=1, le=200, description="Pairs per task (5 passes the default gate)"
     )
     arms: list[Arm] = Field(
-        default_factory=lambda: ["baseline", "optimizer", "retrieval", "full"],
+        default_factory=_all_arms,
         min_length=2,
         description="Arms to run; baseline is required",
     )
@@ -51,7 +55,7 @@ class EvidenceEvalParams(BaseModel):
     run_id: str | None = Field(None, description="Resume this run id (empty = new run)")
     work_dir: str = Field(".pairlab/work", description="Local working directory for run staging")
     dispatch: DispatchParams = Field(
-        default_factory=DispatchParams,  # type: ignore[arg-type]
+        default_factory=DispatchParams,
         description="Scale-out: run pairs in this flow or on a work pool; per-account episode limit",
     )
 
@@ -63,13 +67,21 @@ EffectDimension = Literal[
 
 # The default candidate revision of the simulator trial: a genuinely cheaper
 # implementation (every billed dimension lower), so a supported verdict is reachable.
-CANDIDATE_V2_EFFECTS: dict[str, float] = {
+CANDIDATE_V2_EFFECTS: dict[EffectDimension, float] = {
     "uncached_input": 0.4,
     "cache_read": 0.3,
     "cache_write_5m": 0.5,
     "cache_write_1h": 0.5,
     "output": 0.8,
 }
+
+
+def _both_strata() -> list[Stratum]:
+    return ["cold", "warm"]
+
+
+def _candidate_v2_effects() -> dict[EffectDimension, float]:
+    return dict(CANDIDATE_V2_EFFECTS)
 
 
 class CanaryTrialParams(BaseModel):
@@ -88,7 +100,7 @@ class CanaryTrialParams(BaseModel):
     effort: str | None = Field(None, description="Effort assignment, if the client has one")
     backend: Literal["local", "docker"] = Field("local", description="Where episodes run")
     strata: list[Stratum] = Field(
-        default_factory=lambda: ["cold", "warm"],
+        default_factory=_both_strata,
         min_length=1,
         description="Pre-declared strata (never combined): cold = fresh graph; warm = graph pre-seeded",
     )
@@ -108,7 +120,7 @@ class CanaryTrialParams(BaseModel):
         description="Simulator: token effects of the baseline revision (1 = none)",
     )
     candidate_effects: dict[EffectDimension, float] = Field(
-        default_factory=lambda: dict(CANDIDATE_V2_EFFECTS),
+        default_factory=_candidate_v2_effects,
         description="Simulator: token effects of the candidate revision (<1 = fewer tokens)",
     )
     sim_solve_p: float = Field(

@@ -36,18 +36,10 @@ from pairlab.core.schemas.catalog import TaskEntry
 from pairlab.core.schemas.episode import EpisodeRecord, GraderCheck
 from pairlab.core.schemas.profile import RunnerProfile
 from pairlab.core.schemas.quota import QuotaObservation
-from tasks.retry import INFRA_RETRIES, INFRA_RETRY_DELAYS_S, retry_on_infrastructure
-
-_infra = {
-    "retries": INFRA_RETRIES,
-    "retry_delay_seconds": INFRA_RETRY_DELAYS_S,
-    "retry_condition_fn": retry_on_infrastructure,
-    "cache_policy": NO_CACHE,
-    "persist_result": False,
-}
+from tasks.retry import infra_task
 
 
-@task(name="prepare", **_infra)  # type: ignore[call-overload]
+@infra_task("prepare")
 def prepare_episode(backend: ExecutionBackend, spec: EpisodeSpec) -> PreparedEpisode:
     return backend.prepare(spec)
 
@@ -94,7 +86,7 @@ class CollectedEpisode:
     checks: list[GraderCheck]
 
 
-@task(name="collect-and-grade", **_infra)  # type: ignore[call-overload]
+@infra_task("collect-and-grade")
 def collect_and_grade(
     backend: ExecutionBackend,
     prepared: PreparedEpisode,
@@ -117,13 +109,13 @@ def collect_and_grade(
     return CollectedEpisode(files=files, usage=usage, ledger=ledger, checks=checks)
 
 
-@task(name="record", **_infra)  # type: ignore[call-overload]
+@infra_task("record")
 def record_episode(run_dir: RunDir, record: EpisodeRecord) -> EpisodeRecord:
     run_dir.save_record(record)
     return record
 
 
-@task(name="teardown", **_infra)  # type: ignore[call-overload]
+@infra_task("teardown")
 def teardown_episode(backend: ExecutionBackend, prepared: PreparedEpisode) -> None:
     backend.cleanup(prepared)
 

@@ -13,7 +13,7 @@ from pairlab.adapters.run_outputs import publish_outputs, write_run_outputs
 from pairlab.adapters.rundir import RunDir
 from pairlab.core.cohorts import analyse_cohorts, resolve_min_pairs
 from pairlab.core.schemas.episode import EpisodeRecord
-from tasks.retry import INFRA_RETRIES, INFRA_RETRY_DELAYS_S, retry_on_infrastructure
+from tasks.retry import infra_task
 
 
 @task(name="aggregate", cache_policy=NO_CACHE, persist_result=False)
@@ -47,14 +47,7 @@ def render_report(
     return {k: v for k, v in outputs.items() if isinstance(v, str) and k != "markdown"}
 
 
-@task(
-    name="publish",
-    retries=INFRA_RETRIES,
-    retry_delay_seconds=INFRA_RETRY_DELAYS_S,
-    retry_condition_fn=retry_on_infrastructure,
-    cache_policy=NO_CACHE,
-    persist_result=False,
-)
+@infra_task("publish")
 def publish_run_outputs(
     run_path: Any, store: str, on_secret: str, include_transcripts: bool = False
 ) -> dict[str, Any]:

@@ -2,12 +2,19 @@
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Callable
+from typing import Any, ParamSpec, TypeVar
+
+from prefect import Task, task
+from prefect.cache_policies import NO_CACHE
 
 from pairlab.core.errors import EnvironmentUnavailable, ExecutionError, PublishError
 
 INFRA_RETRIES = 2
-INFRA_RETRY_DELAYS_S = [1, 4]
+INFRA_RETRY_DELAYS_S: list[float] = [1.0, 4.0]
+
+P = ParamSpec("P")
+R = TypeVar("R")
 
 
 def retry_on_infrastructure(task: Any, task_run: Any, state: Any) -> bool:
@@ -20,3 +27,15 @@ def retry_on_infrastructure(task: Any, task_run: Any, state: Any) -> bool:
     except Exception:
         return False
     return False
+
+
+def infra_task(name: str) -> Callable[[Callable[P, R]], Task[P, R]]:
+    """A task retried (twice, after 1 s and 4 s) on infrastructure errors only, never cached."""
+    return task(
+        name=name,
+        retries=INFRA_RETRIES,
+        retry_delay_seconds=INFRA_RETRY_DELAYS_S,
+        retry_condition_fn=retry_on_infrastructure,
+        cache_policy=NO_CACHE,
+        persist_result=False,
+    )

@@ -90,7 +90,8 @@ def test_pack_then_unpack_round_trips_a_tree(tmp_path: Path) -> None:
     (src / "workspace").mkdir()
     (src / "workspace" / "main.py").write_text("print(1)\n")
     data = pack_dir(src, uid=os.getuid(), gid=os.getgid())
-    names = tarfile.open(fileobj=io.BytesIO(data)).getnames()
+    with tarfile.open(fileobj=io.BytesIO(data)) as tar:
+        names = tar.getnames()
     assert "agent/home/deep/f" in names and "workspace/main.py" in names
 
     whole = tmp_path / "whole"

@@ -296,8 +296,7 @@ class DockerBackend:
                 )
                 volumes[role] = name
             binds: dict[str, dict[str, str]] = {
-                volumes[role]: {"bind": MOUNT_PATHS[role], "mode": "rw"}
-                for role in VOLUME_ROLES
+                volumes[role]: {"bind": MOUNT_PATHS[role], "mode": "rw"} for role in VOLUME_ROLES
             }
             if solution is not None:
                 binds[str(solution)] = {"bind": SOLUTION_MOUNT, "mode": "ro"}
