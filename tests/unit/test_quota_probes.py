@@ -175,3 +175,103 @@ def test_continuity_between_snapshots(tmp_path: Path) -> None:
     assert c[("sim", "seven-day")] == Continuity.UNKNOWN  # lower under the same reset
     gone = make_probe("sim", account_dir=tmp_path / "missing").snapshot()
     assert set(continuity_by_window(third, gone).values()) == {Continuity.UNKNOWN}
+
+
+# -- Claude status-line JSON and Anthropic unified headers (CLIENTS.md, Quota sources) --
+
+
+def _printer(tmp_path: Path, text: str) -> list[str]:
+    """A command printing ``text`` verbatim (as `cat` of a saved payload would)."""
+    saved = tmp_path / "saved.txt"
+    saved.write_bytes(text.encode())
+    return [sys.executable, "-c", f"import sys; sys.stdout.write(open({str(saved)!r}).read())"]
+
+
+def test_statusline_percent_scale_epoch_and_iso_resets(tmp_path: Path) -> None:
+    payload = {
+        "session_id": "s1",
+        "model": {"id": "claude-sonnet-4-5"},
+        "rate_limits": {
+            "five_hour": {"used_percentage": 23.5, "resets_at": 1738425600},
+            "seven_day": {"used_percentage": 41, "resets_at": "2026-04-03T00:00:00Z"},
+            "seven_day_sonnet": {"used_percentage": 12, "resets_at": 1738857600},
+        },
+    }
+    probe = make_probe(
+        "command", argv=_printer(tmp_path, json.dumps(payload)), format="claude-statusline"
+    )
+    obs = {(o.provider, o.window): o for o in probe.snapshot()}
+    assert set(obs) == {
+        ("claude", "five-hour"),
+        ("claude", "seven-day"),
+        ("claude:sonnet", "seven-day"),
+    }
+    five = obs[("claude", "five-hour")]
+    assert five.used_percent == 23.5 and five.precision_percent == pytest.approx(0.1)
+    assert five.source_scale == "percent" and five.source == "claude-statusline"
+    assert five.resets_at == datetime.fromtimestamp(1738425600, UTC)
+    week = obs[("claude", "seven-day")]
+    assert week.used_percent == 41.0 and week.precision_percent == 1.0
+    assert week.resets_at == datetime(2026, 4, 3, tzinfo=UTC)
+
+
+def test_statusline_without_rate_limits_is_unknown_not_zero(tmp_path: Path) -> None:
+    # Some Claude Code versions leave rate_limits out of the payload altogether.
+    payload = {"session_id": "s1", "cost": {"total_cost_usd": 0.42}}
+    probe = make_probe(
+        "command", argv=_printer(tmp_path, json.dumps(payload)), format="claude-statusline"
+    )
+    obs = probe.snapshot()
+    assert [o.window for o in obs] == ["five-hour", "seven-day"]
+    assert all(o.used_percent is None and o.provider == "claude" for o in obs)
+    assert all(o.source.endswith("no-rate-limits") for o in obs)
+
+
+def test_unified_headers_are_fractions_not_percents(tmp_path: Path) -> None:
+    dump = (
+        "HTTP/1.1 100 Continue\r\n\r\n"
+        "HTTP/2 200\r\n"
+        "date: Mon, 30 Nov 2026 03:00:00 GMT\r\n"
+        "content-type: application/json\r\n"
+        "Anthropic-Ratelimit-Unified-5h-Utilization: 0.5\r\n"
+        "anthropic-ratelimit-unified-5h-reset: 1796014800\r\n"
+        "anthropic-ratelimit-unified-5h-status: allowed\r\n"
+        "anthropic-ratelimit-unified-7d-utilization: 0.0735\r\n"
+        "anthropic-ratelimit-unified-7d-reset: 1796428800\r\n"
+        "anthropic-ratelimit-unified-7d_sonnet-utilization: 1.5\r\n"
+        "\r\n"
+    )
+    probe = make_probe("command", argv=_printer(tmp_path, dump), format="anthropic-headers")
+    obs = {(o.provider, o.window): o for o in probe.snapshot()}
+    five = obs[("claude", "five-hour")]
+    assert five.used_percent == 50.0  # 0.5 is half the window, not 0.5 %
+    assert five.source_scale == "fraction" and five.precision_percent == 1.0
+    assert five.resets_at == datetime.fromtimestamp(1796014800, UTC)
+    assert five.observed_at == datetime(2026, 11, 30, 3, tzinfo=UTC)  # the response's date
+    week = obs[("claude", "seven-day")]
+    assert week.used_percent == 7.35 and week.precision_percent == pytest.approx(0.01)
+    sonnet = obs[("claude:sonnet", "seven-day")]
+    assert sonnet.used_percent is None and sonnet.resets_at is None  # 1.5 is out of range
+
+
+def test_header_date_without_zone_is_utc_and_garbage_date_falls_back(tmp_path: Path) -> None:
+    dump = (
+        "date: Mon, 30 Nov 2026 03:00:00 -0000\nanthropic-ratelimit-unified-5h-utilization: 0.1\n"
+    )
+    probe = make_probe("command", argv=_printer(tmp_path, dump), format="anthropic-headers")
+    (obs,) = probe.snapshot()
+    assert obs.observed_at == datetime(2026, 11, 30, 3, tzinfo=UTC) and obs.used_percent == 10.0
+    garbage = "date: yesterday\nanthropic-ratelimit-unified-5h-utilization: 0.1\n"
+    probe = make_probe("command", argv=_printer(tmp_path, garbage), format="anthropic-headers")
+    (obs,) = probe.snapshot()
+    assert obs.used_percent == 10.0 and obs.observed_at.tzinfo is not None
+
+
+def test_headers_without_unified_limits_and_bad_format(tmp_path: Path) -> None:
+    dump = "HTTP/2 200\nanthropic-ratelimit-tokens-remaining: 1000\n"
+    probe = make_probe("command", argv=_printer(tmp_path, dump), format="anthropic-headers")
+    obs = probe.snapshot()
+    assert obs and all(o.used_percent is None for o in obs)
+    assert all(o.source.endswith("no-unified-headers") for o in obs)
+    with pytest.raises(InvalidInputError):
+        make_probe("command", argv=["true"], format="statusline")

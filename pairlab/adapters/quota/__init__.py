@@ -1,7 +1,8 @@
 """Quota probes: read a subscription's windows before and after an episode.
 
 ``make_probe(name, **options)`` builds one of: ``sim``, ``codex-rollout``,
-``codex-usage-endpoint``, ``claude-oauth-usage``, ``command``. Every probe's
+``codex-usage-endpoint``, ``claude-oauth-usage``, ``command`` (which also reads
+Claude's status-line JSON and Anthropic's unified rate-limit headers). Every probe's
 ``snapshot()`` never raises; an unavailable source yields explicit unknowns.
 Continuity between consecutive snapshots: :func:`continuity_by_window`.
 """
@@ -38,7 +39,7 @@ def make_probe(name: str, **options: Any) -> QuotaProbe:
         )
     try:
         return factory(**options)
-    except TypeError as exc:
+    except (TypeError, ValueError) as exc:
         raise InvalidInputError(
             f"bad options for quota probe {name!r}: {exc}", reason=ReasonCode.INVALID_INPUT
         ) from exc

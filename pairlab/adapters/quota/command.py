@@ -1,9 +1,18 @@
-"""``command`` probe: runs an operator's command that prints quota observations as JSON.
+"""``command`` probe: runs an operator's command that prints quota observations.
 
-Accepted stdout: a list of observation objects, or ``{"observations": [...]}``.
-Missing ``provider``/``source``/``observed_at`` are filled from the probe's
-options and the clock; ``scale: "fraction"`` values (0-1) are converted to
-percent and the source scale is recorded.
+What the command prints is read according to ``format``:
+
+* ``observations`` (default): JSON, a list of observation objects or
+  ``{"observations": [...]}``. Missing ``provider``/``source``/``observed_at``
+  are filled from the probe's options and the clock; ``scale: "fraction"``
+  values (0-1) are converted to percent and the source scale is recorded.
+* ``claude-statusline``: the JSON payload Claude Code gives a ``statusLine``
+  command (e.g. ``cat`` of a file a status-line script saved it to);
+* ``anthropic-headers``: HTTP response headers as ``curl -D -`` prints them
+  (see :mod:`pairlab.adapters.quota.claude_formats` for both).
+
+A source that carries no quota at all (a status line without ``rate_limits``,
+headers without a unified rate limit) gives explicit unknowns, never zeros.
 """
 
 from __future__ import annotations
@@ -12,14 +21,21 @@ import json
 import shlex
 import subprocess
 from collections.abc import Sequence
-from typing import Any, Final
+from typing import Any, Final, Literal
 
 from pydantic import ValidationError
 
 from pairlab.adapters.quota.base import now_utc, unknown_observations
+from pairlab.adapters.quota.claude_formats import (
+    header_observations,
+    parse_header_lines,
+    statusline_observations,
+)
 from pairlab.core.schemas.quota import QuotaObservation
 
 SOURCE: Final = "command"
+Format = Literal["observations", "claude-statusline", "anthropic-headers"]
+FORMATS: Final = ("observations", "claude-statusline", "anthropic-headers")
 
 
 class CommandProbe:
@@ -31,9 +47,15 @@ class CommandProbe:
         provider: str = "unknown",
         timeout_s: float = 30.0,
         windows: Sequence[str] = ("five-hour", "seven-day"),
+        format: Format = "observations",
     ) -> None:
+        if format not in FORMATS:
+            raise ValueError(f"unknown command probe format {format!r}; expected one of {FORMATS}")
         self.argv = shlex.split(argv) if isinstance(argv, str) else list(argv)
         self.provider, self.timeout_s, self.windows = provider, timeout_s, tuple(windows)
+        self.format = format
+        if format != "observations" and provider == "unknown":
+            self.provider = "claude"
 
     def _unknown(self, reason: str) -> list[QuotaObservation]:
         return unknown_observations(self.provider, SOURCE, reason, self.windows)
@@ -51,10 +73,22 @@ class CommandProbe:
             return self._unknown("not-runnable")
         if done.returncode != 0:
             return self._unknown(f"exit-{done.returncode}")
+        if self.format == "anthropic-headers":
+            try:
+                observed = header_observations(parse_header_lines(done.stdout), now_utc())
+            except (ValidationError, TypeError, ValueError):
+                return self._unknown("malformed")
+            return observed or self._unknown("no-unified-headers")
         try:
             data = json.loads(done.stdout)
         except ValueError:
             return self._unknown("malformed")
+        if self.format == "claude-statusline":
+            try:
+                observed = statusline_observations(data, now_utc())
+            except (ValidationError, TypeError, ValueError):
+                return self._unknown("malformed")
+            return observed or self._unknown("no-rate-limits")
         items = data.get("observations") if isinstance(data, dict) else data
         if not isinstance(items, list):
             return self._unknown("malformed")

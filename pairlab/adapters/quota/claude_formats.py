@@ -1,0 +1,155 @@
+"""Two more Claude quota sources (CLIENTS.md, Quota sources), read from text an
+operator's command prints (``command`` probe, ``format=...``):
+
+* ``claude-statusline``: the JSON Claude Code pipes to a ``statusLine`` command
+  (v2.1.80 and later, Claude.ai subscribers, after the session's first response):
+  ``rate_limits.{five_hour,seven_day}.{used_percentage (0-100), resets_at}``,
+  ``resets_at`` as epoch seconds or ISO text. Some versions leave ``rate_limits``
+  out altogether; that is an explicit unknown, never zero.
+* ``anthropic-headers``: HTTP response headers (``curl -D -`` style, any case)
+  ``anthropic-ratelimit-unified-{5h,7d}[-<scope>]-{utilization,reset}`` with the
+  utilization a **fraction 0-1** and the reset in epoch seconds; the response's
+  ``date`` header, when present, is the observation time.
+
+Windows are classified by their length (``5h`` = 300 min, ``7d`` = 10,080 min);
+a scoped window (``seven_day_sonnet``, ``7d-sonnet``) is reported under provider
+``claude:<scope>``, as the OAuth usage probe does, so it never collides with the
+account-wide window. An out-of-range value is kept as an unknown value (None),
+not clamped.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import re
+from collections.abc import Mapping
+from datetime import UTC, datetime
+from email.utils import parsedate_to_datetime
+from typing import Any, Final
+
+from pairlab.adapters.quota.base import percent_or_none, whole_number_precision
+from pairlab.adapters.usage.base import parse_time
+from pairlab.core.schemas.quota import QuotaObservation, classify_window
+
+STATUSLINE_SOURCE: Final = "claude-statusline"
+HEADERS_SOURCE: Final = "anthropic-unified-headers"
+_STATUSLINE_MINUTES: Final = {"five_hour": 300, "seven_day": 10080}
+_HEADER_MINUTES: Final = {"5h": 300, "7d": 10080}
+_HEADER = re.compile(
+    r"^anthropic-ratelimit-unified-(?P<window>5h|7d)(?:[-_](?P<scope>[a-z0-9_]+?))?"
+    r"-(?P<field>utilization|reset)$"
+)
+_DECIMALS = re.compile(r"^\s*[0-9]*\.?([0-9]*)\s*$")
+
+
+def _provider(scope: str | None) -> str:
+    return f"claude:{scope}" if scope else "claude"
+
+
+def statusline_observations(payload: object, observed_at: datetime) -> list[QuotaObservation]:
+    """Observations from a status-line payload (empty when it carries no rate limits)."""
+    limits = payload.get("rate_limits") if isinstance(payload, dict) else None
+    if not isinstance(limits, dict):
+        return []
+    out = []
+    for key, value in sorted(limits.items()):
+        if not isinstance(value, dict):
+            continue
+        for prefix, minutes in _STATUSLINE_MINUTES.items():
+            if key == prefix or key.startswith(prefix + "_"):
+                scope = key[len(prefix) + 1 :] or None
+                out.append(_statusline_observation(value, minutes, scope, observed_at))
+                break
+    return out
+
+
+def _statusline_observation(
+    value: Mapping[str, Any], minutes: int, scope: str | None, observed_at: datetime
+) -> QuotaObservation:
+    used = percent_or_none(value.get("used_percentage"))
+    resets_at = parse_time(value.get("resets_at"))
+    return QuotaObservation(
+        provider=_provider(scope),
+        window=classify_window(minutes),
+        used_percent=used,
+        source_scale="percent",
+        precision_percent=whole_number_precision(used),
+        resets_at=resets_at,
+        reset_id=resets_at.isoformat() if resets_at else None,
+        observed_at=observed_at,
+        source=STATUSLINE_SOURCE,
+    )
+
+
+def parse_header_lines(text: str) -> dict[str, str]:
+    """``name: value`` lines (status lines and blanks skipped) -> lower-cased names.
+
+    With several responses in one dump (redirects, ``100 Continue``), the last
+    value of a header wins."""
+    headers: dict[str, str] = {}
+    for line in text.splitlines():
+        name, sep, value = line.partition(":")
+        if sep and name and not name.startswith((" ", "\t")) and " " not in name.strip():
+            headers[name.strip().lower()] = value.strip()
+    return headers
+
+
+def _fraction_percent(text: str) -> tuple[float | None, float | None]:
+    """(percent, precision in points) of a 0-1 fraction written as text."""
+    try:
+        fraction = float(text)
+    except ValueError:
+        return None, None
+    pct = percent_or_none(fraction, scale=100.0)
+    if pct is None:
+        return None, None
+    match = _DECIMALS.match(text)
+    decimals = len(match.group(1)) if match else 0
+    # A fraction with up to 2 decimals is a whole percentage point (trailing zeros may
+    # have been dropped: "0.2" is 20 %); more decimals are finer.
+    places = max(decimals - 2, 0)
+    return round(pct, places), 10.0**-places
+
+
+def header_observations(
+    headers: Mapping[str, str], fallback_observed_at: datetime
+) -> list[QuotaObservation]:
+    """Observations from response headers (empty when there is no unified header)."""
+    fields: dict[tuple[str, str | None], dict[str, str]] = {}
+    for name, value in headers.items():
+        match = _HEADER.match(name.lower())
+        if match:
+            key = (match.group("window"), match.group("scope"))
+            fields.setdefault(key, {})[match.group("field")] = value
+    observed_at = fallback_observed_at
+    if "date" in headers:
+        with contextlib.suppress(TypeError, ValueError):
+            dated = parsedate_to_datetime(headers["date"])
+            observed_at = dated if dated.tzinfo else dated.replace(tzinfo=UTC)  # "-0000"
+    out = []
+    for (window, scope), got in sorted(fields.items(), key=lambda kv: (kv[0][0], kv[0][1] or "")):
+        used, precision = _fraction_percent(got.get("utilization", ""))
+        resets_at = _epoch(got.get("reset"))
+        out.append(
+            QuotaObservation(
+                provider=_provider(scope),
+                window=classify_window(_HEADER_MINUTES[window]),
+                used_percent=used,
+                source_scale="fraction",
+                precision_percent=precision,
+                resets_at=resets_at,
+                reset_id=resets_at.isoformat() if resets_at else None,
+                observed_at=observed_at,
+                source=HEADERS_SOURCE,
+            )
+        )
+    return out
+
+
+def _epoch(text: str | None) -> datetime | None:
+    if text is None:
+        return None
+    try:
+        return parse_time(float(text))
+    except ValueError:
+        return parse_time(text)
