@@ -90,6 +90,11 @@ def generate_frame(n_cohorts: int, pairs: int, seed: int = 20240601) -> pl.DataF
         pl.Series(rng.poisson(scale / 2000.0).astype(np.float64)).alias("toolCalls"),
         latency.alias("latencyMs"),
         pl.Series(scale * 3e-6).alias("costUsd"),
+        # list price: $/MTok per dimension; one model in 5 is not priced (null)
+        pl.when(pl.Series(np.asarray(cohort) % 5 == 4))
+        .then(None)
+        .otherwise(uncached * 3e-6 + cached * 0.3e-6 + output * 15e-6)
+        .alias("apiListPriceUsd"),
     )
 
 

@@ -38,6 +38,7 @@ METRICS: Final = (
     "toolCalls",
     "latencyMs",
     "costUsd",
+    "apiListPriceUsd",
 )
 _FLAGGED_UNKNOWN: Final = ("clientVersion", "model", "modelVersion")
 

@@ -98,6 +98,7 @@ _METRIC_ATTRS: Final = {
     "toolCalls": "tool_calls",
     "latencyMs": "latency_ms",
     "costUsd": "cost_usd",
+    "apiListPriceUsd": "api_list_price_usd",
 }
 _TEXT_ATTRS: Final = {
     "episodeId": "episode_id",

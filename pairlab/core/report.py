@@ -14,7 +14,10 @@ CLAIM_NOTE = (
     "Effects are treatment − control per pair (negative = fewer). Only paired eval-run "
     "records produce intervals; cohorts are never pooled; a saving is a win only when the "
     "gate holds, the 95% interval excludes zero and correctness did not regress. Token "
-    "counts are provider-native usage; certification checks are never counted as evidence."
+    "counts are provider-native usage; certification checks are never counted as evidence. "
+    "apiListPriceUsd is the API list-price equivalent of that usage (at the price catalog "
+    "named above; null where a model or dimension is not priced); costUsd is a charge the "
+    "provider itself reported, null where none did."
 )
 
 
@@ -26,6 +29,11 @@ def _fmt(value: Any, digits: int = 1) -> str:
     if isinstance(value, float):
         return f"{value:,.{digits}f}"
     return str(value)
+
+
+def _metric_digits(metric: Any) -> int:
+    """Decimals for a metric's values: dollars per episode need more than token counts."""
+    return 6 if isinstance(metric, str) and metric.endswith("Usd") else 1
 
 
 def _cohort_title(key: Mapping[str, Any]) -> str:
@@ -76,9 +84,10 @@ def render_report_markdown(meta: Mapping[str, Any], analysis: Mapping[str, Any])
                 "|---|---|---|---|---|---|---|",
             ]
             for e in effects:
+                d = _metric_digits(e.get("metric"))
                 lines.append(
-                    f"| {e.get('treatment')} vs {e.get('control')} | {e.get('metric')} | {_fmt(e.get('estimate'))} | "
-                    f"[{_fmt(e.get('ciLow'))}, {_fmt(e.get('ciHigh'))}] | {e.get('n')} | {e.get('excludedNull')} | "
+                    f"| {e.get('treatment')} vs {e.get('control')} | {e.get('metric')} | {_fmt(e.get('estimate'), d)} | "
+                    f"[{_fmt(e.get('ciLow'), d)}, {_fmt(e.get('ciHigh'), d)}] | {e.get('n')} | {e.get('excludedNull')} | "
                     f"{'**win**' if e.get('win') else ''} |"
                 )
             lines.append("")

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import random
+import re
 from typing import Any
 
 import polars as pl
@@ -406,3 +407,39 @@ def test_worker_processes_give_exactly_the_threaded_results(
     in_processes = analyse(records, workers=2)
     assert in_processes == threaded
     assert len(threaded["cohorts"]) == 3 and all(c["status"] == "ok" for c in threaded["cohorts"])
+
+
+def test_list_price_is_a_paired_money_effect_and_null_stays_null() -> None:
+    # $3 / MTok on every token: the optimizer's ~100 fewer tokens per pair is $0.0003.
+    records = []
+    for r in cohort_records(8):
+        fields = r.model_dump(by_alias=True)
+        fields["apiListPriceUsd"] = fields["totalTokens"] * 3e-6
+        records.append(EpisodeRecord.model_validate(fields))
+    (cohort,) = analyse(records)["cohorts"]
+    price = effect(cohort, "optimizer", "baseline", "apiListPriceUsd")
+    tokens = effect(cohort, "optimizer", "baseline", "totalTokens")
+    assert price["n"] == 8 and price["excludedNull"] == 0
+    assert price["estimate"] == pytest.approx(tokens["estimate"] * 3e-6)
+    assert price["ciHigh"] < 0 and price["win"] is True
+    # Not priced (no list price on the records): no effect value, never a zero saving.
+    (unpriced,) = analyse(cohort_records(8))["cohorts"]
+    none = effect(unpriced, "optimizer", "baseline", "apiListPriceUsd")
+    assert none["estimate"] is None and none["n"] == 0 and none["excludedNull"] == 8
+    assert none["win"] is False
+
+
+def test_report_prints_dollar_effects_with_enough_decimals() -> None:
+    from pairlab.core.report import render_report_markdown
+
+    records = []
+    for r in cohort_records(6):
+        fields = r.model_dump(by_alias=True)
+        fields["apiListPriceUsd"] = fields["totalTokens"] * 3e-6
+        records.append(EpisodeRecord.model_validate(fields))
+    text = render_report_markdown({"run_id": "run-a"}, analyse(records))
+    (row,) = [line for line in text.splitlines() if "| apiListPriceUsd |" in line]
+    estimate = float(row.split("|")[3].replace(",", ""))
+    assert estimate != 0.0 and abs(estimate) < 0.01  # -0.0003, not "-0.0"
+    (tokens_row,) = [line for line in text.splitlines() if "| totalTokens |" in line]
+    assert re.fullmatch(r"-?[\d,]+\.\d", tokens_row.split("|")[3].strip())  # tokens: 1 decimal
