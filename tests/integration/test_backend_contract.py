@@ -279,7 +279,12 @@ def test_environment_is_built_from_the_allowlist(harness: Harness, tmp_path: Pat
 
 def test_collect_hashes_and_grader_exec_in_workspace(harness: Harness, tmp_path: Path) -> None:
     backend = harness.backend()
-    script = 'printf answer > "$PAIRLAB_STATE_DIR/out.txt"; printf fixed > code.py'
+    script = (
+        'printf answer > "$PAIRLAB_STATE_DIR/out.txt"; printf fixed > code.py; '
+        'printf h > "$HOME/h.txt"; printf g > "$PAIRLAB_GRAPH_DIR/g.txt"; '
+        # next to the role directories, outside every role: never collected
+        'printf stray > "$HOME/../stray.txt" 2>/dev/null || true'
+    )
     spec = harness.spec(script)
     prepared = backend.prepare(spec)
     try:
@@ -301,6 +306,11 @@ def test_collect_hashes_and_grader_exec_in_workspace(harness: Harness, tmp_path:
     by_path = {f.path: f for f in collected.files}
     assert by_path["state/out.txt"].sha256 == hashlib.sha256(b"answer").hexdigest()
     assert (tmp_path / "dest" / "state" / "out.txt").read_text() == "answer"
+    # every collected role comes back (Docker: one archive of all three), nothing else
+    assert by_path["home/h.txt"].sha256 == hashlib.sha256(b"h").hexdigest()
+    assert by_path["graph/g.txt"].sha256 == hashlib.sha256(b"g").hexdigest()
+    assert all(p.split("/", 1)[0] in ("home", "state", "graph") for p in by_path), by_path
+    assert not (tmp_path / "dest" / "stray.txt").exists()
     assert grader.exit_code == 0
     assert failing.exit_code == 4 and failing.crashed
     assert harness.leftovers(prepared) == []

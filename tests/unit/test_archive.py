@@ -66,6 +66,21 @@ def test_strip_components_drops_the_parent_and_keeps_links(tmp_path: Path) -> No
     assert not (tmp_path / "agent").exists()
 
 
+def test_include_keeps_only_the_named_top_level_entries(tmp_path: Path) -> None:
+    data = _tar(
+        [
+            _file("agent/home/a", b"a"),
+            _file("agent/state/s", b"s"),
+            _file("agent/stray.txt", b"written next to the mounts"),
+            _file("agent/homework/x", b"prefix, not the same name"),
+        ]
+    )
+    skipped = unpack_stream(_chunks(data), tmp_path, strip_components=1, include=("home", "state"))
+    assert skipped == []
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["home", "state"]
+    assert (tmp_path / "home" / "a").read_bytes() == b"a"
+
+
 def test_strip_components_still_refuses_escapes(tmp_path: Path) -> None:
     dest = tmp_path / "dest"
     data = _tar(

@@ -11,7 +11,7 @@ from __future__ import annotations
 import io
 import os
 import tarfile
-from collections.abc import Iterable
+from collections.abc import Collection, Iterable
 from pathlib import Path
 
 
@@ -58,12 +58,20 @@ def _strip(name: str, count: int) -> str | None:
     return "/".join(rest) if rest else None
 
 
-def unpack_stream(chunks: Iterable[bytes], dest: Path, *, strip_components: int = 0) -> list[str]:
+def unpack_stream(
+    chunks: Iterable[bytes],
+    dest: Path,
+    *,
+    strip_components: int = 0,
+    include: Collection[str] | None = None,
+) -> list[str]:
     """Extract a streamed tar into ``dest``; returns the names of skipped (unsafe) members.
 
     ``strip_components`` drops that many leading path components from every member
     name (and from hard-link targets), as ``tar --strip-components`` does; members
     with nothing left (the stripped directories themselves) are not extracted.
+    ``include`` keeps only members whose (stripped) first component it names; the
+    others are not extracted and not reported (they are outside what was asked for).
     """
     dest.mkdir(parents=True, exist_ok=True)
     skipped: list[str] = []
@@ -83,6 +91,8 @@ def unpack_stream(chunks: Iterable[bytes], dest: Path, *, strip_components: int 
                     return None
                 changes["linkname"] = target
             member = member.replace(**changes, deep=False)  # type: ignore[arg-type]
+        if include is not None and member.name.split("/", 1)[0] not in include:
+            return None
         try:
             checked = tarfile.data_filter(member, path)
         except tarfile.FilterError:

@@ -447,9 +447,10 @@ class DockerBackend:
     def collect(self, prepared: PreparedEpisode, dest: Path) -> CollectedFiles:
         container = self._container(prepared)
         dest.mkdir(parents=True, exist_ok=True)
-        # One archive of the agent root holds every collected role ("agent/home/...").
+        # One archive of the agent root holds every collected role ("agent/home/..."); anything
+        # else the agent may have written into that directory itself is not collected.
         chunks, _stat = _call("collect", lambda: container.get_archive(AGENT_ROOT))
-        unpack_stream(chunks, dest, strip_components=1)
+        unpack_stream(chunks, dest, strip_components=1, include=COLLECTED_ROLES)
         return list_collected(dest)
 
     def _remove(self, container: Any, volumes: Mapping[str, str]) -> None:
