@@ -159,6 +159,7 @@ def config_in_home(home: Path | None) -> SeenConfig:
             if isinstance(project, dict):
                 servers.update(_keys(project.get("mcpServers")))
     servers.update(_keys(gemini.get("mcpServers")))
+    servers.update(_keys(_json(home / ".copilot" / "mcp-config.json").get("mcpServers")))
     try:
         codex = tomllib.loads((home / ".codex" / "config.toml").read_text(encoding="utf-8"))
     except (OSError, tomllib.TOMLDecodeError):

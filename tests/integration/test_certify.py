@@ -65,7 +65,7 @@ def test_sim_profile_passes_with_isolation_proven_locally() -> None:
 def test_clients_that_cannot_run_here_are_never_passed() -> None:
     report = certify_profiles(backend_name="local")
     statuses = {p.profile: p.status for p in report.profiles}
-    for name in ("claude", "codex", "gemini"):
+    for name in ("claude", "codex", "gemini", "copilot"):
         assert statuses[name] == "not-live-certified"
     assert statuses["sim"] == "passed"
     assert report.passed is True

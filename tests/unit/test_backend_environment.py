@@ -93,3 +93,55 @@ def test_capture_is_bounded_and_says_so() -> None:
     exact = _Capture(cap=4)
     exact.feed(b"abcd")
     assert exact.truncated is False
+
+
+def test_env_values_name_the_episode_dirs_and_leave_other_braces_alone() -> None:
+    base = spec()
+    profile = base.profile.model_copy(
+        update={
+            "env": {
+                "OTEL_PATH": "{home}/.copilot/otel/spans.jsonl",
+                "WHERE": "{workspace}:{state}:{graph}",
+                "JSON": '{"a": 1} {prompt} {model}',
+            }
+        }
+    )
+    env, _ = build_env(base.model_copy(update={"profile": profile}), PATHS, {})
+    assert env["OTEL_PATH"] == "/h/.copilot/otel/spans.jsonl"
+    assert env["WHERE"] == "/w/src:/s:/g"
+    assert env["JSON"] == '{"a": 1} {prompt} {model}'  # not an env placeholder: as written
+
+
+def test_copilot_profile_argv_env_and_usage_paths_agree() -> None:
+    import fnmatch
+
+    from pairlab.adapters.isolation_probe import config_in_home
+
+    profile = load_named_profile("copilot", PROFILES_DIR)
+
+    def argv_of(arm: str, model: str | None) -> list[str]:
+        s = spec(arm=arm, model=model)
+        return build_argv(s.model_copy(update={"profile": profile}), "/w/src")
+
+    baseline = argv_of("baseline", "gpt-5.6-terra")
+    treated = argv_of("optimizer", None)
+    # one prompt and exit; the built-in MCP servers off on every arm, not only the baseline
+    for argv in (baseline, treated):
+        assert argv[0] == "copilot" and argv[-2:] == ["-p", "fix {arm} now"]
+        assert "--disable-builtin-mcps" in argv and "--allow-all-tools" in argv
+        assert argv[argv.index("--add-dir") + 1] == "/w/src"
+    # the baseline strips custom instructions, before the prompt; treated arms keep them
+    assert baseline.index("--no-custom-instructions") < baseline.index("-p")
+    assert "--no-custom-instructions" not in treated
+    assert baseline[baseline.index("--model") + 1] == "gpt-5.6-terra"
+    assert "--model" not in treated  # no model: the flag goes with it
+    # the OpenTelemetry file lands under the episode HOME, where the usage reader looks
+    s = spec(arm="optimizer").model_copy(update={"profile": profile})
+    env, _ = build_env(s, PATHS, {})
+    assert env["COPILOT_OTEL_ENABLED"] == "true" and env["COPILOT_OTEL_EXPORTER_TYPE"] == "file"
+    otel = Path(env["COPILOT_OTEL_FILE_EXPORTER_PATH"])
+    relative = otel.relative_to(PATHS.home).as_posix()
+    assert any(fnmatch.fnmatch(relative, glob) for glob in profile.usage.paths), relative
+    # the treatment seed configures exactly the token optimizer's MCP server
+    assert profile.treatment.home_seed is not None
+    assert config_in_home(Path(profile.treatment.home_seed)).mcp_servers == ("token-optimizer",)

@@ -11,6 +11,10 @@ variables < profile.env < treatment.env < spec.extra_env < pairlab identity
 variables. A profile that allowlists ``HOME`` (or a config dir) therefore hands
 the agent the host's config: the backend does what the profile says, and the
 isolation probe of ``pairlab certify`` is what catches such a profile.
+
+Profile and treatment env values may name this episode's directories with
+``{home}``, ``{state}``, ``{graph}`` and ``{workspace}`` (they differ between
+backends), e.g. Copilot's OpenTelemetry file path under the episode HOME.
 """
 
 from __future__ import annotations
@@ -27,7 +31,10 @@ from pairlab.core.errors import ExecutionError, ReasonCode
 _PLACEHOLDER = re.compile(r"\{(prompt|workspace|arm|taskId|pairId|model)\}")
 
 # Config dirs every client reads, pointed into the fresh HOME (CLIENTS.md).
-CLIENT_CONFIG_SUBDIRS = (".claude", ".codex", ".gemini")
+CLIENT_CONFIG_SUBDIRS = (".claude", ".codex", ".gemini", ".copilot")
+# Placeholders a profile's env values may use: where this episode's directories are
+# (which differ between backends). Anything else in braces is left as written.
+_ENV_PLACEHOLDER = re.compile(r"\{(home|state|graph|workspace)\}")
 
 
 @dataclass(frozen=True)
@@ -95,9 +102,15 @@ def build_env(
     for name in profile.env_allowlist:
         if name in host_env and name not in skip_host and name not in profile.secrets:
             env[name] = host_env[name]
-    env.update(profile.env)
+    places = {"home": paths.home, "state": paths.state, "graph": paths.graph}
+    places["workspace"] = paths.workdir
+
+    def expand(values: Mapping[str, str]) -> dict[str, str]:
+        return {k: _ENV_PLACEHOLDER.sub(lambda m: places[m.group(1)], v) for k, v in values.items()}
+
+    env.update(expand(profile.env))
     if spec.is_treated:
-        env.update(profile.treatment.env)
+        env.update(expand(profile.treatment.env))
     env.update(spec.extra_env)
     env.update(
         {

@@ -64,7 +64,8 @@ class RunnerProfile(StrictModel):
     command: list[str] = Field(min_length=1)
     version_command: list[str] | None = None
     args: list[str] = Field(default_factory=list)
-    env: dict[str, str] = Field(default_factory=dict)  # static env for every arm (values recorded)
+    # env for every arm (values recorded); {home} {state} {graph} {workspace} name the episode's dirs
+    env: dict[str, str] = Field(default_factory=dict)
     mount_solution: bool = False  # simulator only: expose the task's reference solution read-only
     arm_args: dict[str, list[str]]
     baseline_isolation: BaselineIsolation
