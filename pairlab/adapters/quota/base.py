@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from datetime import UTC, datetime
-from typing import Final, Protocol
+from typing import Final, Literal, Protocol
 
 from pairlab.core.schemas.quota import Continuity, QuotaObservation, continuity
 
@@ -57,6 +57,32 @@ def whole_number_precision(value: float | None) -> float | None:
     text = repr(float(value))
     decimals = len(text.split(".")[1].rstrip("0")) if "." in text else 0
     return 1.0 if decimals == 0 else 10.0**-decimals
+
+
+def window_observation(
+    *,
+    provider: str,
+    window: str,
+    used: float | None,
+    resets_at: datetime | None,
+    observed_at: datetime,
+    source: str,
+    source_scale: Literal["percent", "fraction"] = "percent",
+    precision: float | None = None,
+) -> QuotaObservation:
+    """One window's observation as every HTTP/text source reports it: the reset instant
+    is the reset id; precision from the value's written decimals unless given."""
+    return QuotaObservation(
+        provider=provider,
+        window=window,
+        used_percent=used,
+        source_scale=source_scale,
+        precision_percent=whole_number_precision(used) if precision is None else precision,
+        resets_at=resets_at,
+        reset_id=resets_at.isoformat() if resets_at else None,
+        observed_at=observed_at,
+        source=source,
+    )
 
 
 def percent_or_none(value: object, *, scale: float = 1.0) -> float | None:

@@ -25,15 +25,15 @@ import re
 from collections.abc import Mapping
 from datetime import UTC, datetime
 from email.utils import parsedate_to_datetime
-from typing import Any, Final
+from typing import Final
 
-from pairlab.adapters.quota.base import percent_or_none, whole_number_precision
+from pairlab.adapters.quota.base import percent_or_none, window_observation
+from pairlab.adapters.quota.claude_oauth import claude_window
 from pairlab.adapters.usage.base import parse_time
 from pairlab.core.schemas.quota import QuotaObservation, classify_window
 
 STATUSLINE_SOURCE: Final = "claude-statusline"
 HEADERS_SOURCE: Final = "anthropic-unified-headers"
-_STATUSLINE_MINUTES: Final = {"five_hour": 300, "seven_day": 10080}
 _HEADER_MINUTES: Final = {"5h": 300, "7d": 10080}
 _HEADER = re.compile(
     r"^anthropic-ratelimit-unified-(?P<window>5h|7d)(?:[-_](?P<scope>[a-z0-9_]+?))?"
@@ -53,32 +53,21 @@ def statusline_observations(payload: object, observed_at: datetime) -> list[Quot
         return []
     out = []
     for key, value in sorted(limits.items()):
-        if not isinstance(value, dict):
+        classified = claude_window(key)  # the same keys as the OAuth usage endpoint's
+        if classified is None or not isinstance(value, dict):
             continue
-        for prefix, minutes in _STATUSLINE_MINUTES.items():
-            if key == prefix or key.startswith(prefix + "_"):
-                scope = key[len(prefix) + 1 :] or None
-                out.append(_statusline_observation(value, minutes, scope, observed_at))
-                break
+        window, provider = classified
+        out.append(
+            window_observation(
+                provider=provider,
+                window=window,
+                used=percent_or_none(value.get("used_percentage")),
+                resets_at=parse_time(value.get("resets_at")),
+                observed_at=observed_at,
+                source=STATUSLINE_SOURCE,
+            )
+        )
     return out
-
-
-def _statusline_observation(
-    value: Mapping[str, Any], minutes: int, scope: str | None, observed_at: datetime
-) -> QuotaObservation:
-    used = percent_or_none(value.get("used_percentage"))
-    resets_at = parse_time(value.get("resets_at"))
-    return QuotaObservation(
-        provider=_provider(scope),
-        window=classify_window(minutes),
-        used_percent=used,
-        source_scale="percent",
-        precision_percent=whole_number_precision(used),
-        resets_at=resets_at,
-        reset_id=resets_at.isoformat() if resets_at else None,
-        observed_at=observed_at,
-        source=STATUSLINE_SOURCE,
-    )
 
 
 def parse_header_lines(text: str) -> dict[str, str]:
@@ -129,18 +118,16 @@ def header_observations(
     out = []
     for (window, scope), got in sorted(fields.items(), key=lambda kv: (kv[0][0], kv[0][1] or "")):
         used, precision = _fraction_percent(got.get("utilization", ""))
-        resets_at = _epoch(got.get("reset"))
         out.append(
-            QuotaObservation(
+            window_observation(
                 provider=_provider(scope),
                 window=classify_window(_HEADER_MINUTES[window]),
-                used_percent=used,
-                source_scale="fraction",
-                precision_percent=precision,
-                resets_at=resets_at,
-                reset_id=resets_at.isoformat() if resets_at else None,
+                used=used,
+                resets_at=_epoch(got.get("reset")),
                 observed_at=observed_at,
                 source=HEADERS_SOURCE,
+                source_scale="fraction",
+                precision=precision,
             )
         )
     return out

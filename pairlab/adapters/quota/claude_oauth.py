@@ -16,7 +16,7 @@ from pairlab.adapters.quota.base import (
     now_utc,
     percent_or_none,
     unknown_observations,
-    whole_number_precision,
+    window_observation,
 )
 from pairlab.adapters.quota.http_fetch import fetch_json
 from pairlab.adapters.usage.base import parse_time
@@ -27,7 +27,7 @@ DEFAULT_URL: Final = "https://api.anthropic.com/api/oauth/usage"
 _WINDOW_MINUTES: Final = {"five_hour": 300, "seven_day": 10080}
 
 
-def _window_of(key: str) -> tuple[str, str] | None:
+def claude_window(key: str) -> tuple[str, str] | None:
     """(window, provider) from a response key, classified by the key's window length."""
     for prefix, minutes in _WINDOW_MINUTES.items():
         if key == prefix:
@@ -67,7 +67,7 @@ class ClaudeOAuthUsageProbe:
         at = now_utc()
         out: list[QuotaObservation] = []
         for key, value in sorted(result.data.items()):
-            classified = _window_of(key)
+            classified = claude_window(key)
             if classified is None or not isinstance(value, dict):
                 continue
             out.append(_observation(value, *classified, at))
@@ -77,16 +77,13 @@ class ClaudeOAuthUsageProbe:
 def _observation(
     value: dict[str, Any], window: str, provider: str, at: datetime
 ) -> QuotaObservation:
-    used = percent_or_none(value.get("utilization"))
     resets_at = parse_time(value.get("resets_at"))
-    return QuotaObservation(
+    used = percent_or_none(value.get("utilization"))
+    return window_observation(
         provider=provider,
         window=window,
-        used_percent=used,
-        source_scale="percent",
-        precision_percent=whole_number_precision(used),
+        used=used,
         resets_at=resets_at,
-        reset_id=resets_at.isoformat() if resets_at else None,
         observed_at=at,
         source=SOURCE,
     )

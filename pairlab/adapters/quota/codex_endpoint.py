@@ -12,7 +12,7 @@ from pairlab.adapters.quota.base import (
     now_utc,
     percent_or_none,
     unknown_observations,
-    whole_number_precision,
+    window_observation,
 )
 from pairlab.adapters.quota.http_fetch import fetch_json
 from pairlab.adapters.usage.base import parse_time
@@ -63,15 +63,11 @@ def _observation(w: dict[str, Any], at: Any) -> QuotaObservation:
     seconds = w.get("limit_window_seconds")
     minutes = float(seconds) / 60 if isinstance(seconds, int | float) else None
     used = percent_or_none(w.get("used_percent"))
-    resets_at = parse_time(w.get("reset_at"))
-    return QuotaObservation(
+    return window_observation(
         provider="codex",
         window=classify_window(minutes),
-        used_percent=used,
-        source_scale="percent",
-        precision_percent=whole_number_precision(used),
-        resets_at=resets_at,
-        reset_id=resets_at.isoformat() if resets_at else None,
+        used=used,
+        resets_at=parse_time(w.get("reset_at")),
         observed_at=at,
         source=SOURCE,
     )
