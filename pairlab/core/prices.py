@@ -30,17 +30,10 @@ from pydantic import Field, ValidationError, model_validator
 
 from pairlab.core.errors import InvalidInputError, ReasonCode
 from pairlab.core.schemas.base import StrictModel
-from pairlab.core.schemas.usage import UsageVector
+from pairlab.core.schemas.usage import BILLED_DIMENSIONS, UsageVector
 
 CATALOG_VERSION: Final = "2026-11-29"  # the newest bundled catalog; a test keeps them in step
-RATE_DIMENSIONS: Final = (
-    "uncached_input",
-    "cache_read",
-    "cache_write_5m",
-    "cache_write_1h",
-    "cache_write_generic",
-    "output",
-)
+RATE_DIMENSIONS: Final = BILLED_DIMENSIONS  # one $/MTok rate per billed usage dimension
 PROMPT_DIMENSIONS: Final = RATE_DIMENSIONS[:5]
 DEFAULT_ROUTES: Final = {
     "anthropic": "api",
@@ -61,13 +54,19 @@ Rate = float | None
 Tier = Literal["standard", "long-context"]
 
 
-class LongContextRates(StrictModel):
+class Rates(StrictModel):
+    """$/MTok per billed dimension (RATE_DIMENSIONS); None = no published rate."""
+
     uncached_input: Rate = Field(ge=0)
     cache_read: Rate = Field(ge=0)
     cache_write_5m: Rate = Field(ge=0)
     cache_write_1h: Rate = Field(ge=0)
     cache_write_generic: Rate = Field(ge=0)
     output: Rate = Field(ge=0)
+
+
+class LongContextRates(Rates):
+    """Explicit rates of a long-context tier."""
 
 
 class LongContextTier(StrictModel):
@@ -87,19 +86,13 @@ class LongContextTier(StrictModel):
         return self
 
 
-class PriceRow(StrictModel):
+class PriceRow(Rates):
     provider: str = Field(min_length=1)
     route: str = Field(min_length=1)
     model: str = Field(min_length=1)
     effective_from: datetime | None
     effective_to: datetime | None
     long_context: LongContextTier | None
-    uncached_input: Rate = Field(ge=0)
-    cache_read: Rate = Field(ge=0)
-    cache_write_5m: Rate = Field(ge=0)
-    cache_write_1h: Rate = Field(ge=0)
-    cache_write_generic: Rate = Field(ge=0)
-    output: Rate = Field(ge=0)
     source_url: str = Field(pattern=r"^https://")
     verified_on: date
 
