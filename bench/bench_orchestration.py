@@ -106,7 +106,6 @@ def _plain_functions() -> Iterator[None]:
 def direct_eval(params: Any) -> int:
     """The flow's work without Prefect: same episode code, sequential pairs, same outputs."""
     import flows.evidence_eval as ev
-    from flows.episode_attempt import episode_attempt
     from pairlab.adapters.backends.base import make_backend
     from pairlab.adapters.episode_io import load_eval_inputs, sim_account_dir
     from pairlab.adapters.run_outputs import publish_outputs, write_run_outputs
@@ -124,20 +123,17 @@ def direct_eval(params: Any) -> int:
     account = sim_account_dir(Path(params.work_dir), profile)
     records = []
     with _plain_functions():
-        for pair in schedule.pairs():
-            for planned in pair:
-                with episode_attempt(params.dispatch, run_dir, planned.episode_id):
-                    records.append(
-                        ev._execute_one(
-                            planned,
-                            params=params,
-                            suite=suite,
-                            profile=profile,
-                            backend=backend,
-                            run_dir=run_dir,
-                            account_dir=account,
-                        )
-                    )
+        for pair in schedule.pairs():  # the flow's run-pair task body, called as a function
+            records += ev.run_pair.fn(
+                pair,
+                params=params,
+                suite=suite,
+                profile=profile,
+                backend=backend,
+                run_dir=run_dir,
+                account_dir=account,
+                done={},
+            )
     analysis = analyse_cohorts(
         records, run_id=params.run_id, min_pairs=resolve_min_pairs(params.min_pairs)
     ).to_json()
