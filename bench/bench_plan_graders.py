@@ -48,6 +48,7 @@ def run() -> list[Result]:
     schedule = plan_schedule([f"task-{i}" for i in range(100)], ARMS, 100, 1, "bench")
     plan_s = time.perf_counter() - started
     assert len(schedule.entries) == 40_000
+    median_s = sorted(times.values())[len(times) // 2]
     return [
         Result(
             f"slowest core grader ({slowest}), best of 3",
@@ -56,7 +57,7 @@ def run() -> list[Result]:
             "< 1 s",
             times[slowest] < 1.0,
         ),
-        Result("median core grader", sorted(times.values())[len(times) // 2], "s", "< 1 s", True),
+        Result("median core grader", median_s, "s", "< 1 s", median_s < 1.0),
         Result("plan 100 tasks x 100 reps x 4 arms", plan_s, "s", "< 2 s", plan_s < 2.0),
     ]
 
