@@ -101,8 +101,8 @@ def collect_and_grade(
     Every step is idempotent (collection overwrites, ledger rows are keyed, grading
     reads), so the whole task is retried on an infrastructure error."""
     files = backend.collect(prepared, episode_dir / "collected")
-    usage = read_episode_usage(profile, files.dest)
-    ledger = ingest_ledger(files.dest, episode_dir)
+    usage = read_episode_usage(profile, files)
+    ledger = ingest_ledger(files, episode_dir)
     delivered = ledger.get("observed_returned_tokens") if ledger else None
     final_answer = extract_final_answer(outcome.stdout)
     checks = grade(backend, prepared, task_entry, final_answer, delivered)

@@ -29,7 +29,9 @@ def episode_spec(
     keep_workspace: bool,
     account_dir: Path | None,
     extra_env: dict[str, str] | None = None,
+    timeout_s: float | None = None,
 ) -> EpisodeSpec:
+    """The backend's spec for one planned episode (``timeout_s`` None: the profile's)."""
     entry = suite.task(planned.task_id)
     return EpisodeSpec(
         run_id=run_id,
@@ -44,7 +46,7 @@ def episode_spec(
         solution_dir=suite.solution_path(entry) if profile.mount_solution else None,
         final_answer=entry.final_answer if profile.mount_solution else None,
         model=model,
-        timeout_s=profile.timeout_s,
+        timeout_s=timeout_s or profile.timeout_s,
         keep_workspace=keep_workspace,
         seed=seed,
         extra_env=dict(extra_env or {}),

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
 
+from pairlab.adapters.backends.base import CollectedFiles
 from pairlab.adapters.paths import catalog_dir
 from pairlab.adapters.profiles import load_named_profile
 from pairlab.core.prices import PriceCatalog
@@ -63,23 +64,23 @@ class EpisodeUsage:
         return dict(self.provenance) or None
 
 
-def usage_files(profile: RunnerProfile, collected_dir: Path) -> list[Path]:
-    """Collected files matching the profile's usage globs (relative to the episode HOME)."""
-    home = collected_dir / "home"
-    found = []
-    for path in sorted(collected_dir.rglob("*")):
-        if not path.is_file():
-            continue
-        rel = path.relative_to(home).as_posix() if path.is_relative_to(home) else None
-        if rel is not None and any(fnmatch.fnmatch(rel, pat) for pat in profile.usage.paths):
-            found.append(path)
-    return found
+def usage_files(profile: RunnerProfile, collected: CollectedFiles) -> list[Path]:
+    """Collected files matching the profile's usage globs (relative to the episode HOME).
+
+    Taken from the collection's listing of regular files, so a symlink the agent
+    planted under its HOME is never read."""
+    return [
+        collected.dest / f.path
+        for f in collected.files
+        if f.path.startswith("home/")
+        and any(fnmatch.fnmatch(f.path.removeprefix("home/"), pat) for pat in profile.usage.paths)
+    ]
 
 
-def read_episode_usage(profile: RunnerProfile, collected_dir: Path) -> EpisodeUsage:
+def read_episode_usage(profile: RunnerProfile, collected: CollectedFiles) -> EpisodeUsage:
     from pairlab.adapters.usage import read_usage
 
-    files = usage_files(profile, collected_dir)
+    files = usage_files(profile, collected)
     if not files:
         return EpisodeUsage(None, None, None, None, None, None, {"no-usage-files": 1}, [])
     report = read_usage(profile.usage.reader, files)
@@ -96,9 +97,10 @@ def read_episode_usage(profile: RunnerProfile, collected_dir: Path) -> EpisodeUs
     )
 
 
-def ingest_ledger(collected_dir: Path, episode_dir: Path) -> dict[str, int | None] | None:
-    """Ingest the MCP measurement rows the client wrote into ``<episode>/ledger.db``."""
-    rows = sorted(collected_dir.rglob(LEDGER_ROWS_FILE))
+def ingest_ledger(collected: CollectedFiles, episode_dir: Path) -> dict[str, int | None] | None:
+    """Ingest the MCP measurement rows the client wrote into ``<episode>/ledger.db``
+    (regular files of the collection's listing only: never through a symlink)."""
+    rows = [p for p in collected.paths() if p.name == LEDGER_ROWS_FILE]
     if not rows:
         return None
     from pairlab.adapters.ledger_db import ingest_jsonl, ledger_totals

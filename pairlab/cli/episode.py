@@ -8,43 +8,36 @@ an unavailable environment (the usual mapping).
 
 from __future__ import annotations
 
-import hashlib
 import secrets
 import tempfile
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
 from pairlab.cli.output import emit_json
 
+if TYPE_CHECKING:
+    from pairlab.adapters.backends.base import CollectedFiles
+
 episode_app = typer.Typer(help="Run single episodes.", no_args_is_help=True)
 
 
-def _sha256(text: str) -> str:
-    return hashlib.sha256(text.encode("utf-8")).hexdigest()
-
-
-def _delivered_tokens(collected_dir: Path, out_dir: Path) -> tuple[int | None, str | None]:
+def _delivered_tokens(collected: CollectedFiles, out_dir: Path) -> tuple[int | None, str | None]:
     """Tokens the optimizer delivered, from the episode's MCP ledger rows (None when none).
 
     Returns ``(tokens, error)``: a ledger that cannot be read is reported, and the
     measurement stays None (never 0).
     """
-    from pairlab.adapters.ledger_db import ingest_jsonl, ledger_totals
+    from pairlab.adapters.episode_io import ingest_ledger
     from pairlab.core.errors import PairlabError
 
-    rows = sorted(collected_dir.rglob("mcp-ledger.jsonl"))
-    if not rows:
-        return None, None
-    db = out_dir / "ledger.db"
     try:
-        for path in rows:
-            ingest_jsonl(path, db)
-        value = ledger_totals(db).get("observed_returned_tokens")
+        totals = ingest_ledger(collected, out_dir)
     except PairlabError as exc:
         return None, exc.message
+    value = totals.get("observed_returned_tokens") if totals else None
     return (value if isinstance(value, int) else None), None
 
 
@@ -62,11 +55,14 @@ def run_one_episode(
     timeout_s: float | None,
     account_dir: Path | None,
 ) -> dict[str, Any]:
-    from pairlab.adapters.backends import EpisodeSpec, make_backend
+    from pairlab.adapters.backends import make_backend
+    from pairlab.adapters.episode_build import episode_spec
     from pairlab.adapters.episode_io import extract_final_answer, sim_account_dir
     from pairlab.adapters.grading import grade
     from pairlab.adapters.paths import catalog_dir
     from pairlab.adapters.profiles import load_named_profile
+    from pairlab.core.plan import PlannedEpisode
+    from pairlab.core.records import sha256_text
     from pairlab.core.schemas.catalog import load_suite
     from pairlab.core.schemas.episode import make_episode_id, make_pair_id
 
@@ -78,23 +74,24 @@ def run_one_episode(
     out = out_dir or Path(tempfile.mkdtemp(prefix="pairlab-episode-"))
     out.mkdir(parents=True, exist_ok=True)
     account = account_dir or sim_account_dir(out, profile)
-    spec = EpisodeSpec(
-        run_id=run_id,
-        episode_id=make_episode_id(pair_id, arm),
-        pair_id=pair_id,
+    planned = PlannedEpisode(
         task_id=task.id,
+        repetition=0,
+        order=0,
         arm=arm,
-        prompt=task.prompt,
+        pair_id=pair_id,
+        episode_id=make_episode_id(pair_id, arm),
+    )
+    spec = episode_spec(
+        planned,
+        run_id=run_id,
+        suite=suite,
         profile=profile,
-        fixture_dir=suite.fixture_path(task),
-        workspace_subdir=task.workspace,
-        solution_dir=suite.solution_path(task) if profile.mount_solution else None,
-        final_answer=task.final_answer if profile.mount_solution else None,
         model=model,
-        timeout_s=timeout_s or profile.timeout_s,
-        keep_workspace=keep,
         seed=seed,
-        sim_account_dir=account,
+        keep_workspace=keep,
+        account_dir=account,
+        timeout_s=timeout_s,
     )
     backend = make_backend(backend_name, run_id=run_id)
     prepared = backend.prepare(spec)
@@ -102,7 +99,7 @@ def run_one_episode(
         outcome = backend.run(prepared)
         collected = backend.collect(prepared, out / "collected")
         final_answer = extract_final_answer(outcome.stdout)
-        delivered, ledger_error = _delivered_tokens(collected.dest, out)
+        delivered, ledger_error = _delivered_tokens(collected, out)
         checks = grade(backend, prepared, task, final_answer, delivered)
     finally:
         backend.cleanup(prepared)
@@ -125,8 +122,8 @@ def run_one_episode(
         "latency_ms": outcome.latency_ms,
         "started_at": outcome.started_at.isoformat() if outcome.started_at else None,
         "ended_at": outcome.ended_at.isoformat() if outcome.ended_at else None,
-        "stdout_sha256": _sha256(outcome.stdout),
-        "stderr_sha256": _sha256(outcome.stderr),
+        "stdout_sha256": sha256_text(outcome.stdout),
+        "stderr_sha256": sha256_text(outcome.stderr),
         "stdout_truncated": outcome.stdout_truncated,
         "stderr_truncated": outcome.stderr_truncated,
         "final_answer": final_answer,
