@@ -63,11 +63,6 @@ def scan_profiles(directory: Path | None = None) -> list[ProfileFile]:
     return found
 
 
-def load_profiles(directory: Path | None = None) -> dict[str, RunnerProfile]:
-    """All profiles by name; the first refused profile raises its error."""
-    return {p.stem: load_profile_file(p) for p in profile_paths(directory)}
-
-
 def load_named_profile(name: str, directory: Path | None = None) -> RunnerProfile:
     paths = {p.stem: p for p in profile_paths(directory)}
     if name not in paths:

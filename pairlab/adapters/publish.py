@@ -400,13 +400,13 @@ def _upload(
     manifest_key = run_object_key(manifest.run_id, MANIFEST_NAME)
     remote_bytes = store.get_bytes(manifest_key)
     remote = _parse_remote(remote_bytes, manifest_key) if remote_bytes is not None else None
+    present: dict[str, bool] | None = None  # each object checked once (a HEAD on S3)
     if remote is not None and remote.same_content(manifest):
-        missing = [
-            obj.key
+        present = {
+            obj.key: _matches(store, run_object_key(manifest.run_id, obj.key), obj)
             for obj in manifest.objects
-            if not _matches(store, run_object_key(manifest.run_id, obj.key), obj)
-        ]
-        if not missing:
+        }
+        if all(present.values()):
             return PublishOutcome(
                 manifest=remote, uploaded=[], skipped=[o.key for o in manifest.objects]
             )
@@ -416,7 +416,7 @@ def _upload(
     skipped: list[str] = []
     for obj in manifest.objects:
         key = run_object_key(manifest.run_id, obj.key)
-        if _matches(store, key, obj):
+        if present[obj.key] if present is not None else _matches(store, key, obj):
             skipped.append(obj.key)
             continue
         store.put_file(key, staging / obj.key, sha256=obj.sha256)

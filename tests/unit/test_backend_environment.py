@@ -6,7 +6,7 @@ from pathlib import Path
 
 from pairlab.adapters.backends import EpisodeSpec
 from pairlab.adapters.backends.environment import EpisodePaths, build_argv, build_env
-from pairlab.adapters.backends.process import _Capture
+from pairlab.adapters.backends.process import StreamCapture
 from pairlab.adapters.profiles import load_named_profile
 from tests.support import PROFILES_DIR
 
@@ -85,12 +85,12 @@ def test_treatment_env_only_on_treated_arms() -> None:
 
 
 def test_capture_is_bounded_and_says_so() -> None:
-    capture = _Capture(cap=10)
+    capture = StreamCapture(cap=10)
     capture.feed(b"0123456")
     capture.feed(b"789abc")
     capture.feed(b"more")
     assert capture.text() == "0123456789" and capture.truncated is True
-    exact = _Capture(cap=4)
+    exact = StreamCapture(cap=4)
     exact.feed(b"abcd")
     assert exact.truncated is False
 
@@ -145,3 +145,14 @@ def test_copilot_profile_argv_env_and_usage_paths_agree() -> None:
     # the treatment seed configures exactly the token optimizer's MCP server
     assert profile.treatment.home_seed is not None
     assert config_in_home(Path(profile.treatment.home_seed)).mcp_servers == ("token-optimizer",)
+
+
+def test_pid_alive_never_mistakes_a_bad_pid_for_ourselves() -> None:
+    import os
+
+    from pairlab.adapters.backends.process import pid_alive
+
+    assert pid_alive(os.getpid()) and pid_alive(str(os.getpid()))
+    # kill(0, 0) would signal our own process group and "succeed"
+    for bad in (0, -1, None, "", "not-a-pid"):
+        assert pid_alive(bad) is False, bad

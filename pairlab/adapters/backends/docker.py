@@ -52,6 +52,7 @@ from pairlab.adapters.backends.environment import (
     seed_home,
     workspace_subdir,
 )
+from pairlab.adapters.backends.process import StreamCapture, pid_alive
 from pairlab.core.errors import EnvironmentUnavailable, ExecutionError, ReasonCode
 
 MOUNT_ROOT = "/pairlab"
@@ -132,13 +133,7 @@ def _owner_alive(owner: str | None) -> bool:
     host, _, pid = owner.rpartition(":")
     if host != socket.gethostname():
         return True  # another machine's worker: not ours to judge
-    try:
-        os.kill(int(pid), 0)
-    except ProcessLookupError:
-        return False
-    except (PermissionError, ValueError):
-        return True
-    return True
+    return pid_alive(pid)
 
 
 def cleanup_orphans(client: Any, active_run_ids: Set[str] = frozenset()) -> dict[str, list[str]]:
@@ -184,18 +179,13 @@ def cleanup_orphans(client: Any, active_run_ids: Set[str] = frozenset()) -> dict
 
 def _read_log(container: Any, *, stdout: bool) -> tuple[str, bool]:
     """One stream of the container's log, kept up to STREAM_CAP_BYTES (the rest drained)."""
-    kept = bytearray()
-    truncated = False
+    capture = StreamCapture(STREAM_CAP_BYTES)
     chunks = _call(
         "logs", lambda: container.logs(stdout=stdout, stderr=not stdout, stream=True, follow=False)
     )
     for chunk in chunks:
-        room = STREAM_CAP_BYTES - len(kept)
-        if room > 0:
-            kept += chunk[:room]
-        if len(chunk) > room:
-            truncated = True
-    return bytes(kept).decode("utf-8", errors="replace"), truncated
+        capture.feed(chunk)
+    return capture.text(), capture.truncated
 
 
 class DockerBackend:

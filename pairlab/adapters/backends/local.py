@@ -39,21 +39,11 @@ from pairlab.adapters.backends.environment import (
     seed_home,
     workspace_subdir,
 )
-from pairlab.adapters.backends.process import run_process
+from pairlab.adapters.backends.process import pid_alive, run_process
 from pairlab.core.errors import ExecutionError, ReasonCode
 
 ROOT_PREFIX = "pairlab-ep-"
 OWNER_FILE = "owner.json"
-
-
-def _pid_alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
 
 
 def default_base_dir() -> Path:
@@ -73,7 +63,7 @@ def cleanup_local_orphans(base_dir: Path, active_run_ids: Set[str] = frozenset()
             continue  # being created right now, or not ours
         if owner.get("run_id") in active_run_ids or owner.get("keep"):
             continue
-        if owner.get("host") == host and _pid_alive(int(owner.get("pid", 0))):
+        if owner.get("host") == host and pid_alive(owner.get("pid")):
             continue
         shutil.rmtree(root, ignore_errors=True)
         removed.append(root)

@@ -29,7 +29,9 @@ TAG_VAR = "PAIRLAB_PROCESS_TAG"
 
 
 @dataclass
-class _Capture:
+class StreamCapture:
+    """One output stream kept up to ``cap`` bytes; the rest is drained and flagged."""
+
     cap: int
     data: bytearray = field(default_factory=bytearray)
     truncated: bool = False
@@ -45,7 +47,7 @@ class _Capture:
         return bytes(self.data).decode("utf-8", errors="replace")
 
 
-def _drain(fd: int, capture: _Capture) -> None:
+def _drain(fd: int, capture: StreamCapture) -> None:
     try:
         while chunk := os.read(fd, 65536):
             capture.feed(chunk)
@@ -81,6 +83,24 @@ def _carries_tag(pid: int, needle: bytes) -> bool:
     except OSError:
         return False
     return needle in environ.split(b"\0")
+
+
+def pid_alive(pid: object) -> bool:
+    """Whether a process with this pid exists on this host. A pid that is not a positive
+    integer never does (``kill(0, ...)`` would signal our own process group instead)."""
+    try:
+        number = int(pid)  # type: ignore[call-overload]
+    except (TypeError, ValueError):
+        return False
+    if number <= 0:
+        return False
+    try:
+        os.kill(number, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True  # it exists, under another user
+    return True
 
 
 def live_group_members(pgid: int) -> list[int]:
@@ -180,7 +200,7 @@ def run_process(
             os.close(out_w)
         with contextlib.suppress(OSError):
             os.close(err_w)
-    out, err = _Capture(cap_bytes), _Capture(cap_bytes)
+    out, err = StreamCapture(cap_bytes), StreamCapture(cap_bytes)
     readers = [
         threading.Thread(target=_drain, args=(out_r, out), daemon=True),
         threading.Thread(target=_drain, args=(err_r, err), daemon=True),

@@ -22,7 +22,7 @@ from pydantic import Field
 
 from pairlab.core.schemas.base import StrictModel
 from pairlab.core.schemas.quota import QuotaObservation
-from pairlab.core.schemas.usage import USAGE_DIMENSIONS, UsageVector
+from pairlab.core.schemas.usage import UsageVector
 
 # Provenance labels (record classes). Only ``measured`` records enter the vector.
 MEASURED: Final = "measured"
@@ -208,25 +208,11 @@ class ReportBuilder:
             provider_reported_cost_usd=(
                 round(self.cost_usd, 10) if self.cost_usd is not None else None
             ),
-            quota_observations=dedupe_observations(self.quota),
+            quota_observations=list(self.quota),  # add_quota kept state changes only
             provenance=dict(self.provenance),
             paths=list(self.paths),
             issues=list(self.issues),
         )
-
-
-def dedupe_observations(observations: Iterable[QuotaObservation]) -> list[QuotaObservation]:
-    """Drop consecutive repeats of the same window state (Codex repeats them per event)."""
-    out: list[QuotaObservation] = []
-    last: dict[tuple[str, str], tuple[object, ...]] = {}
-    for obs in observations:
-        key = (obs.provider, obs.window)
-        state = (obs.used_percent, obs.resets_at, obs.source)
-        if last.get(key) == state:
-            continue
-        last[key] = state
-        out.append(obs)
-    return out
 
 
 def expand_paths(paths: Sequence[Path]) -> list[Path]:
@@ -363,7 +349,3 @@ def load_document(path: Path, builder: ReportBuilder) -> object | None:
         builder.count(UNREADABLE_FILE)
         builder.note(f"{path}: unreadable ({exc.__class__.__name__})")
         return None
-
-
-def empty_dims() -> dict[str, int | None]:
-    return dict.fromkeys(USAGE_DIMENSIONS)
