@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import os
+from datetime import datetime
 from pathlib import Path
-from typing import Final
+from typing import Any, Final
 
 from pairlab.adapters.quota.base import unknown_observations
 from pairlab.adapters.usage.base import ReportBuilder, iter_json_lines, parse_time
@@ -44,13 +45,17 @@ class CodexRolloutProbe:
         if rollout is None:
             return unknown_observations("codex", SOURCE, "no-rollout")
         scratch = ReportBuilder(provider="codex")
-        latest: list[QuotaObservation] = []
-        for obj in iter_json_lines(rollout, scratch):
+        last: tuple[dict[str, Any], datetime] | None = None
+        # Only token_count events carry rate limits: other lines are skipped unparsed.
+        for obj in iter_json_lines(rollout, scratch, ('"token_count"',)):
             payload = obj.get("payload")
             if obj.get("type") != "event_msg" or not isinstance(payload, dict):
                 continue
             limits = payload.get("rate_limits")
             ts = parse_time(obj.get("timestamp"))
             if payload.get("type") == "token_count" and isinstance(limits, dict) and ts:
-                latest = rate_limit_observations(limits, ts, f"{SOURCE}:{rollout.name}")
+                last = (limits, ts)
+        if last is None:
+            return unknown_observations("codex", SOURCE, "no-rate-limits")
+        latest = rate_limit_observations(last[0], last[1], f"{SOURCE}:{rollout.name}")
         return latest or unknown_observations("codex", SOURCE, "no-rate-limits")
