@@ -9,9 +9,16 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from datetime import UTC, datetime
-from typing import Final, Literal, Protocol
+from typing import Final, Protocol
 
-from pairlab.core.schemas.quota import Continuity, QuotaObservation, continuity
+from pairlab.core.schemas.quota import (
+    Continuity,
+    QuotaObservation,
+    continuity,
+    percent_or_none,
+    whole_number_precision,
+    window_observation,
+)
 
 DEFAULT_WINDOWS: Final = ("five-hour", "seven-day")
 
@@ -50,49 +57,6 @@ def unknown_observations(
     ]
 
 
-def whole_number_precision(value: float | None) -> float | None:
-    """1.0 percentage point for whole-number sources; finer when decimals appear."""
-    if value is None:
-        return None
-    text = repr(float(value))
-    decimals = len(text.split(".")[1].rstrip("0")) if "." in text else 0
-    return 1.0 if decimals == 0 else 10.0**-decimals
-
-
-def window_observation(
-    *,
-    provider: str,
-    window: str,
-    used: float | None,
-    resets_at: datetime | None,
-    observed_at: datetime,
-    source: str,
-    source_scale: Literal["percent", "fraction"] = "percent",
-    precision: float | None = None,
-) -> QuotaObservation:
-    """One window's observation as every HTTP/text source reports it: the reset instant
-    is the reset id; precision from the value's written decimals unless given."""
-    return QuotaObservation(
-        provider=provider,
-        window=window,
-        used_percent=used,
-        source_scale=source_scale,
-        precision_percent=whole_number_precision(used) if precision is None else precision,
-        resets_at=resets_at,
-        reset_id=resets_at.isoformat() if resets_at else None,
-        observed_at=observed_at,
-        source=source,
-    )
-
-
-def percent_or_none(value: object, *, scale: float = 1.0) -> float | None:
-    """A 0-100 percentage from a JSON number (``scale=100`` for 0-1 fractions)."""
-    if isinstance(value, bool) or not isinstance(value, int | float):
-        return None
-    pct = float(value) * scale
-    return pct if 0.0 <= pct <= 100.0 else None
-
-
 def continuity_by_window(
     previous: Iterable[QuotaObservation], current: Iterable[QuotaObservation]
 ) -> dict[tuple[str, str], Continuity]:
@@ -104,3 +68,15 @@ def continuity_by_window(
         (obs.provider, obs.window): continuity(last.get((obs.provider, obs.window)), obs)
         for obs in current
     }
+
+
+__all__ = [
+    "DEFAULT_WINDOWS",
+    "QuotaProbe",
+    "continuity_by_window",
+    "now_utc",
+    "percent_or_none",
+    "unknown_observations",
+    "whole_number_precision",
+    "window_observation",
+]

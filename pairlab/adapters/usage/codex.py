@@ -42,7 +42,12 @@ from pairlab.adapters.usage.base import (
     sub_nullable,
     vector_of,
 )
-from pairlab.core.schemas.quota import QuotaObservation, classify_window
+from pairlab.core.schemas.quota import (
+    QuotaObservation,
+    classify_window,
+    percent_or_none,
+    window_observation,
+)
 from pairlab.core.schemas.usage import UsageVector
 
 PROVIDER: Final = "codex"
@@ -94,12 +99,6 @@ def _delta(new: Totals, old: Totals | None) -> tuple[Totals, bool]:
     return {f: sub_nullable(new[f], old[f]) for f in _TOTAL_FIELDS}, False
 
 
-def _precision(value: float) -> float:
-    text = repr(float(value))
-    decimals = len(text.split(".")[1].rstrip("0")) if "." in text else 0
-    return 1.0 if decimals == 0 else 10.0**-decimals
-
-
 def rate_limit_observations(
     rate_limits: dict[str, Any], observed_at: datetime, source: str
 ) -> list[QuotaObservation]:
@@ -121,12 +120,7 @@ def rate_limit_observations(
                 )
             )
     for raw, _slot in slots:
-        used = raw.get("used_percent")
-        used_f = (
-            float(used) if isinstance(used, int | float) and not isinstance(used, bool) else None
-        )
-        if used_f is not None and not 0 <= used_f <= 100:
-            used_f = None
+        used_f = percent_or_none(raw.get("used_percent"))
         minutes = raw.get("window_minutes")
         minutes_f = float(minutes) if isinstance(minutes, int | float) else None
         resets_at = parse_time(raw.get("resets_at"))
@@ -136,14 +130,11 @@ def rate_limit_observations(
             exact = observed_at + timedelta(seconds=float(raw["resets_in_seconds"]))
             resets_at = (exact + timedelta(seconds=30)).replace(second=0, microsecond=0)
         out.append(
-            QuotaObservation(
+            window_observation(
                 provider=PROVIDER,
                 window=classify_window(minutes_f),
-                used_percent=used_f,
-                source_scale="percent",
-                precision_percent=_precision(used_f) if used_f is not None else None,
+                used=used_f,
                 resets_at=resets_at,
-                reset_id=resets_at.isoformat() if resets_at else None,
                 observed_at=observed_at,
                 source=source,
             )

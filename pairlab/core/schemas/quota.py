@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from datetime import datetime
 from enum import StrEnum
 from typing import Annotated, Literal
 
@@ -74,3 +75,46 @@ def continuity(previous: QuotaObservation | None, current: QuotaObservation) -> 
     if current.used_percent >= previous.used_percent:
         return Continuity.SAME_RESET
     return Continuity.UNKNOWN
+
+
+def whole_number_precision(value: float | None) -> float | None:
+    """1.0 percentage point for whole-number sources; finer when decimals appear."""
+    if value is None:
+        return None
+    text = repr(float(value))
+    decimals = len(text.split(".")[1].rstrip("0")) if "." in text else 0
+    return 1.0 if decimals == 0 else 10.0**-decimals
+
+
+def percent_or_none(value: object, *, scale: float = 1.0) -> float | None:
+    """A 0-100 percentage from a JSON number (``scale=100`` for 0-1 fractions)."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return None
+    pct = float(value) * scale
+    return pct if 0.0 <= pct <= 100.0 else None
+
+
+def window_observation(
+    *,
+    provider: str,
+    window: str,
+    used: float | None,
+    resets_at: datetime | None,
+    observed_at: datetime,
+    source: str,
+    source_scale: Literal["percent", "fraction"] = "percent",
+    precision: float | None = None,
+) -> QuotaObservation:
+    """One window's observation as every HTTP/text source reports it: the reset instant
+    is the reset id; precision from the value's written decimals unless given."""
+    return QuotaObservation(
+        provider=provider,
+        window=window,
+        used_percent=used,
+        source_scale=source_scale,
+        precision_percent=whole_number_precision(used) if precision is None else precision,
+        resets_at=resets_at,
+        reset_id=resets_at.isoformat() if resets_at else None,
+        observed_at=observed_at,
+        source=source,
+    )
