@@ -156,10 +156,11 @@ def write_run_outputs(
 
 
 def published_location(store: str, run_id: str, name: str) -> str:
-    if store.startswith("s3://"):
+    from pairlab.adapters.store import is_s3_url, local_store_root
+
+    if is_s3_url(store):
         return f"{store.rstrip('/')}/runs/{run_id}/{name}"
-    base = store[len("file://") :] if store.startswith("file://") else store
-    return str(Path(base).resolve() / "runs" / run_id / name)
+    return str(local_store_root(store).resolve() / "runs" / run_id / name)
 
 
 def publish_outputs(
@@ -174,9 +175,8 @@ def publish_outputs(
         policy=on_secret,  # type: ignore[arg-type]
         include_transcripts=include_transcripts,
     )
-    dumped = manifest.model_dump(mode="json") if hasattr(manifest, "model_dump") else dict(manifest)
     return {
-        "objects": len(dumped.get("objects", [])),
-        "redaction": dumped.get("redaction"),
+        "objects": len(manifest.objects),
+        "redaction": manifest.redaction.model_dump(mode="json"),
         "location": published_location(store, Path(run_path).name, ""),
     }

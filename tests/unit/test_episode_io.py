@@ -28,3 +28,14 @@ def test_a_symlink_the_agent_planted_is_never_read(tmp_path: Path) -> None:
     # the only ledger file is a link out of the episode: no ledger, not an empty one
     assert ingest_ledger(collected, tmp_path / "episode") is None
     assert not (tmp_path / "episode" / "ledger.db").exists()
+
+
+def test_published_location_reads_store_urls_as_the_store_does(tmp_path: Path) -> None:
+    from pairlab.adapters.run_outputs import published_location
+    from pairlab.adapters.store import open_store
+
+    spaced = tmp_path / "my store"
+    url = f"file://localhost{spaced.as_posix().replace(' ', '%20')}"
+    assert open_store(url).root == spaced  # type: ignore[attr-defined]
+    assert published_location(url, "R", "report.md") == str(spaced / "runs" / "R" / "report.md")
+    assert published_location("s3://b/p/", "R", "x") == "s3://b/p/runs/R/x"

@@ -14,11 +14,28 @@ from pairlab.adapters.store.base import ObjectInfo, Store
 from pairlab.adapters.store.local import LocalStore
 from pairlab.core.errors import InvalidInputError, ReasonCode
 
-__all__ = ["LocalStore", "ObjectInfo", "Store", "is_s3_url", "open_store"]
+__all__ = ["LocalStore", "ObjectInfo", "Store", "is_s3_url", "local_store_root", "open_store"]
 
 
 def is_s3_url(url: str) -> bool:
     return url.startswith("s3://")
+
+
+def local_store_root(url: str) -> Path:
+    """The directory of a ``file://`` URL or plain path (any other scheme is invalid input)."""
+    if url.startswith("file://"):
+        parsed = urlparse(url)
+        if parsed.netloc not in ("", "localhost"):
+            raise InvalidInputError(
+                f"{url}: only local file:// URLs are supported", reason=ReasonCode.INVALID_INPUT
+            )
+        return Path(unquote(parsed.path))
+    if "://" in url:
+        raise InvalidInputError(
+            f"{url}: unsupported store URL (use s3://bucket/prefix, file://path or a path)",
+            reason=ReasonCode.INVALID_INPUT,
+        )
+    return Path(url)
 
 
 def open_store(url: str, **options: Any) -> Store:
@@ -31,16 +48,4 @@ def open_store(url: str, **options: Any) -> Store:
         if not bucket:
             raise InvalidInputError(f"{url}: no bucket name", reason=ReasonCode.INVALID_INPUT)
         return S3Store(bucket, prefix, **options)
-    if url.startswith("file://"):
-        parsed = urlparse(url)
-        if parsed.netloc not in ("", "localhost"):
-            raise InvalidInputError(
-                f"{url}: only local file:// URLs are supported", reason=ReasonCode.INVALID_INPUT
-            )
-        return LocalStore(Path(unquote(parsed.path)))
-    if "://" in url:
-        raise InvalidInputError(
-            f"{url}: unsupported store URL (use s3://bucket/prefix, file://path or a path)",
-            reason=ReasonCode.INVALID_INPUT,
-        )
-    return LocalStore(Path(url))
+    return LocalStore(local_store_root(url))
