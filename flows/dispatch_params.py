@@ -19,8 +19,6 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 EPISODE_LIMIT_ENV = "PAIRLAB_EPISODE_LIMIT"
-# Documented naming: one limit per provider account, e.g. "pairlab-episodes-claude-team".
-EPISODE_LIMIT_PREFIX = "pairlab-episodes-"
 
 
 class DispatchParams(BaseModel):

@@ -170,9 +170,9 @@ def evidence_eval(params: EvidenceEvalParams) -> dict[str, Any]:
     schedule = plan_task(params, run_id, task_ids)
     run_dir = RunDir(Path(params.work_dir), run_id).ensure()
     run_dir.write_json("schedule.json", schedule.model_dump(mode="json"))
-    done = run_dir.completed()
     planned_ids = [e.episode_id for e in schedule.entries]
-    done = {k: v for k, v in done.items() if k in set(planned_ids)}
+    planned = set(planned_ids)
+    done = {k: v for k, v in run_dir.completed().items() if k in planned}
     backend = make_backend(params.backend, run_id=run_id)
     account_dir = sim_account_dir(Path(params.work_dir), profile)
 

@@ -50,6 +50,7 @@ from pairlab.core.manifest import (
     validate_run_id,
 )
 from pairlab.core.redaction import (
+    SECRET_POLICIES,
     ObjectRedaction,
     SecretPolicy,
     png_text,
@@ -111,7 +112,7 @@ def publish_run_detailed(
     (``episodes/*/collected/``); None = what the run itself asked for
     (``report.json`` ``meta.include_transcript``, default no). Withheld objects are
     counted in the manifest (``extra.withheld_transcript_objects``)."""
-    if policy not in ("redact", "refuse"):
+    if policy not in SECRET_POLICIES:
         raise InvalidInputError(
             f"unknown secret policy {policy!r}", reason=ReasonCode.INVALID_INPUT
         )

@@ -112,16 +112,10 @@ class CheckResult(_Model):
     passed: bool | None
 
 
-class RunEvidence(_Model):
-    """What one executed episode contributes to the artifact (written per episode)."""
+class RunEvidence(PlannedRun):
+    """What one executed episode contributes to the artifact (written per episode):
+    its planned identity (the inherited fields, first on the wire) and what it did."""
 
-    episode_id: str
-    pair_id: str
-    task_id: str
-    stratum: str
-    repetition: int
-    order: int
-    arm: str
     exit_code: int | None
     timed_out: bool
     checks: list[CheckResult]

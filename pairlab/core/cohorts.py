@@ -85,34 +85,25 @@ UNKNOWN: Final = "unknown"
 DEFAULT_STRATUM: Final = "default"
 LADDER: Final = ("optimizer", "retrieval", "full")
 
-# Record attribute -> frame column (camelCase, as on the wire).
-_METRIC_ATTRS: Final = {
-    "uncachedInputTokens": "uncached_input_tokens",
-    "cachedInputTokens": "cached_input_tokens",
-    "cacheWrite5mTokens": "cache_write5m_tokens",
-    "cacheWrite1hTokens": "cache_write1h_tokens",
-    "cacheWriteTokens": "cache_write_tokens",
-    "outputTokens": "output_tokens",
-    "reasoningTokens": "reasoning_tokens",
-    "totalTokens": "total_tokens",
-    "toolCalls": "tool_calls",
-    "latencyMs": "latency_ms",
-    "costUsd": "cost_usd",
-    "apiListPriceUsd": "api_list_price_usd",
-}
+# Frame column (camelCase, as on the wire) -> record attribute, from the record's own aliases.
+_ATTR_OF_ALIAS: Final = {(f.alias or n): n for n, f in EpisodeRecord.model_fields.items()}
+_METRIC_ATTRS: Final = {m: _ATTR_OF_ALIAS[m] for m in METRICS}
 _TEXT_ATTRS: Final = {
-    "episodeId": "episode_id",
-    "runId": "run_id",
-    "pairId": "pair_id",
-    "arm": "arm",
-    "client": "client",
-    "clientVersion": "client_version",
-    "model": "model",
-    "modelVersion": "model_version",
-    "taskId": "task_id",
-    "stratum": "stratum",
-    "excludedReason": "excluded_reason",
-    "joinMethod": "join_method",
+    name: _ATTR_OF_ALIAS[name]
+    for name in (
+        "episodeId",
+        "runId",
+        "pairId",
+        "arm",
+        "client",
+        "clientVersion",
+        "model",
+        "modelVersion",
+        "taskId",
+        "stratum",
+        "excludedReason",
+        "joinMethod",
+    )
 }
 FRAME_SCHEMA: Final[dict[str, pl.DataType]] = {
     **{name: pl.String() for name in _TEXT_ATTRS},

@@ -22,6 +22,7 @@ from typing import Any, Literal
 from pydantic import Field, ValidationError
 
 from pairlab.core.errors import InvalidInputError, ReasonCode
+from pairlab.core.redaction import SecretPolicy
 from pairlab.core.schemas.base import StrictModel
 
 MANIFEST_SCHEMA_VERSION = 1
@@ -84,7 +85,7 @@ class ManifestObject(StrictModel):
 
 
 class RedactionSummary(StrictModel):
-    policy: Literal["redact", "refuse"]
+    policy: SecretPolicy
     findings_by_kind: dict[str, int]
     objects_scanned: int = Field(ge=0)
 

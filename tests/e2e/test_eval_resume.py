@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pytest
 
-from flows.episode_attempt import EXECUTION_LOG
+from flows.episode_attempt import read_execution_log
 from tests.e2e import eval_checks as checks
 
 RUN_ID = "e2e-resume"
@@ -56,11 +56,6 @@ def _episode_state(episodes: Path) -> tuple[int, list[Path]]:
         elif (d / "collected" / "graph").exists():  # home, state, graph: copied in that order
             in_flight.append(d)
     return recorded, in_flight
-
-
-def _events(episode_dir: Path) -> list[dict[str, object]]:
-    log = episode_dir / EXECUTION_LOG
-    return [json.loads(line) for line in log.read_text().splitlines() if line]
 
 
 def _snapshot(work: Path) -> dict[str, tuple[bytes, int, bytes, int]]:
@@ -146,12 +141,12 @@ def test_killed_eval_resumes_without_duplicates_or_reruns(
     # interrupted one was attempted again after its half-collected outputs were cleared.
     dirs = checks.episode_dirs(work, RUN_ID)
     for eid, d in dirs.items():
-        events = _events(d)
+        events = read_execution_log(d)
         assert sum(1 for e in events if e["event"] == "end") == 1, eid
         if eid in before:
             assert [e["event"] for e in events] == ["start", "end"], eid
     for d in in_flight:
-        events = _events(d)
+        events = read_execution_log(d)
         assert [e["event"] for e in events] == ["start", "start", "end"], d.name
         assert "collected" in events[1]["cleared"], events[1]
 

@@ -91,6 +91,8 @@ def test_approved_trial_runs_interleaved_and_is_judged(prefect_server: Any, tmp_
     # unless an interval overran (then honestly inconclusive)
     if not result["interval_overruns"]:
         assert verdict["subscription_verdict"] == "supported-candidate", verdict
+    else:  # never supported on an interval that overran
+        assert verdict["subscription_verdict"] != "supported-candidate", verdict
     published = Path(tmp_path / "store" / "runs" / trial.trial_id / "manifest.json")
     store_manifest = json.loads(published.read_text())
     assert store_manifest["approval"]["approver"] == "ops-alice"

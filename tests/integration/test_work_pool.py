@@ -33,6 +33,7 @@ from typing import Any
 
 import pytest
 
+from flows.episode_attempt import read_execution_log
 from tests.prefect_server import PrefectServer
 from tests.support import PROFILES_DIR, REPO_ROOT, require
 
@@ -228,11 +229,6 @@ def _records(episodes: Path) -> dict[str, dict[str, Any]]:
     return out
 
 
-def _log(episode_dir: Path) -> list[dict[str, Any]]:
-    path = episode_dir / "execution.jsonl"
-    return [json.loads(ln) for ln in path.read_text().splitlines() if ln] if path.exists() else []
-
-
 def _max_overlap(intervals: list[tuple[datetime, datetime]]) -> int:
     events = sorted([(s, 1) for s, _ in intervals] + [(e, -1) for _, e in intervals])
     best = cur = 0
@@ -286,7 +282,7 @@ def test_pairs_spread_over_two_workers_within_the_limit_and_equal_in_process(
     workers_by_pair: dict[str, set[str]] = {}
     intervals = []
     for episode_id, rec in records.items():
-        log = _log(episodes / episode_id)
+        log = read_execution_log(episodes / episode_id)
         # exactly one attempt: one start, one end, on one worker, under the limit
         assert [e["event"] for e in log] == ["start", "end"], log
         assert log[0]["worker"] == log[1]["worker"] and log[0]["limit"] == LIMIT
@@ -340,7 +336,7 @@ def test_killed_worker_mid_episode_the_pair_is_redispatched_never_lost_or_duplic
     while victim is None:
         assert time.monotonic() < deadline and proc.poll() is None, "no episode started"
         for path in sorted(episodes.glob("*/execution.jsonl")):
-            log = _log(path.parent)
+            log = read_execution_log(path.parent)
             if log and log[-1]["event"] == "start":
                 victim = log[-1]
                 break
@@ -356,7 +352,7 @@ def test_killed_worker_mid_episode_the_pair_is_redispatched_never_lost_or_duplic
     records = _records(episodes)
     assert len(records) == 4  # never lost; one record file per episode id
     survivor = next(w for w in WORKERS if w != victim["worker"])
-    killed_log = _log(episodes / victim["episode_id"])
+    killed_log = read_execution_log(episodes / victim["episode_id"])
     ends = [e for e in killed_log if e["event"] == "end"]
     starts = [e for e in killed_log if e["event"] == "start"]
     # the interrupted attempt has no end; it ran again (once) on the surviving worker
@@ -365,7 +361,7 @@ def test_killed_worker_mid_episode_the_pair_is_redispatched_never_lost_or_duplic
     assert starts[1]["flow_run_id"] != victim["flow_run_id"]
     for episode_id in records:
         if episode_id != victim["episode_id"]:
-            assert [e["event"] for e in _log(episodes / episode_id)].count("end") == 1
+            assert [e["event"] for e in read_execution_log(episodes / episode_id)].count("end") == 1
     runs = {r["id"]: r for r in _flow_runs(cluster, run_id)}
     assert runs[victim["flow_run_id"]]["state"] == "CRASHED"
     pair_runs = [r for r in runs.values() if r["name"].startswith(f"{TASK}#")]

@@ -118,7 +118,7 @@ def test_work_pool_template_keeps_everything_of_prefects_default(kind: str) -> N
         timeout=180,
         check=False,
     )
-    require(proc.returncode == 0, f"prefect's default {kind} base job template")
+    assert proc.returncode == 0, f"prefect's default {kind} base job template: {proc.stderr}"
     default = json.loads(proc.stdout)
     ours = json.loads((INFRA / "work-pools" / f"{kind}.json").read_text(encoding="utf-8"))
     assert set(default["job_configuration"]) <= set(ours["job_configuration"])

@@ -8,12 +8,11 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
+from pairlab_simclient import mcp_ledger  # installed with the project: never a skip
 
 from pairlab.adapters.ledger_db import ingest_jsonl, ledger_totals
 from pairlab.core.accounting.ledger_rules import qualify_row
 from pairlab.core.accounting.tokenizer import load_token_counter
-
-mcp_ledger = pytest.importorskip("pairlab_simclient.mcp_ledger")
 
 
 @pytest.mark.parametrize("arm", ["optimizer", "retrieval", "full"])

@@ -94,8 +94,7 @@ def judge_artifact(artifact: Artifact) -> VerdictReport:
 def judge_artifact_bytes(data: bytes) -> VerdictReport:
     loaded = load_artifact(data)
     if loaded.artifact is None:
-        report = refused(*loaded.reasons)
-        return VerdictReport(report.verdict, reasons=report.reasons, problems=loaded.problems)
+        return refused(*loaded.reasons, problems=loaded.problems)
     return judge_artifact(loaded.artifact)
 
 

@@ -8,6 +8,7 @@ reported beside it and never changes it.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Final
 
@@ -84,12 +85,15 @@ class VerdictReport:
         }
 
 
-def refused(*reasons: VerdictReason) -> VerdictReport:
-    """The report for input that could not be judged at all (exit 2)."""
+def refused(*reasons: VerdictReason, problems: Sequence[Problem] | None = None) -> VerdictReport:
+    """The report for input that could not be judged at all (exit 2); ``problems`` say
+    where each reason was found (default: one unlocated problem per reason)."""
     return VerdictReport(
         Verdict.INCONCLUSIVE,
         reasons=frozenset(reasons),
-        problems=tuple(Problem("", r) for r in sorted(reasons)),
+        problems=tuple(problems)
+        if problems is not None
+        else tuple(Problem("", r) for r in sorted(reasons)),
     )
 
 
