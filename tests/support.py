@@ -17,6 +17,19 @@ CATALOG_DIR = REPO_ROOT / "catalog"
 PROFILES_DIR = REPO_ROOT / "runner_profiles"
 
 
+def cli_exit(args: list[str]) -> int:
+    """Run the ``pairlab`` CLI in-process; its exit status as the shell would see it
+    (a non-integer ``SystemExit`` code, e.g. a message, is status 1, not success)."""
+    from pairlab.cli import main
+
+    with pytest.raises(SystemExit) as exited:
+        main(args)
+    code = exited.value.code
+    if code is None:
+        return 0
+    return code if isinstance(code, int) else 1
+
+
 def services_required() -> bool:
     return os.environ.get("PAIRLAB_REQUIRE_SERVICES", "") not in ("", "0", "false")
 

@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from pairlab.adapters.ledger_db import LedgerWriter, read_ledger
-from pairlab.cli import main
+from tests.support import cli_exit
 from tests.unit.ledger_factory import expansion, reduction
 
 JSON_KEYS = {
@@ -26,10 +26,7 @@ JSON_KEYS = {
 
 
 def run_cli(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str]:
-    with pytest.raises(SystemExit) as exited:
-        main(list(args))
-    code = exited.value.code
-    return (code if isinstance(code, int) else 0), capsys.readouterr().out
+    return cli_exit(list(args)), capsys.readouterr().out
 
 
 def _episode(run: Path, episode_id: str, *rows: dict[str, Any]) -> None:

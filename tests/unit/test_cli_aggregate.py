@@ -7,15 +7,14 @@ from pathlib import Path
 
 import pytest
 
-from pairlab.cli import main
+from tests.support import cli_exit
 from tests.unit.test_cohorts import cohort_records, lines_of
 
 
 def run_cli(args: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str, str]:
-    with pytest.raises(SystemExit) as info:
-        main(args)
+    code = cli_exit(args)
     out, err = capsys.readouterr()
-    return int(info.value.code or 0), out, err
+    return code, out, err
 
 
 @pytest.fixture

@@ -9,7 +9,6 @@ from pathlib import Path
 import pytest
 import yaml
 
-from pairlab.cli import main
 from pairlab.core.errors import InvalidInputError, ReasonCode
 from pairlab.core.prices import (
     CATALOG_VERSION,
@@ -20,6 +19,7 @@ from pairlab.core.prices import (
     price_usage,
 )
 from pairlab.core.schemas.usage import UsageVector
+from tests.support import cli_exit
 
 AT = datetime(2026, 10, 1, 12, 0, tzinfo=UTC)
 CATALOG = load_catalog()
@@ -279,10 +279,7 @@ def test_adjacent_windows_are_valid(tmp_path: Path) -> None:
 
 
 def run_cli(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str]:
-    with pytest.raises(SystemExit) as exited:
-        main(list(args))
-    code = exited.value.code
-    return (code if isinstance(code, int) else 0), capsys.readouterr().out
+    return cli_exit(list(args)), capsys.readouterr().out
 
 
 def test_price_cli_json(capsys: pytest.CaptureFixture[str]) -> None:

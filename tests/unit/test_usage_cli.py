@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from pairlab.cli import main
+from tests.support import cli_exit
 
 FIX = Path(__file__).resolve().parent.parent / "fixtures" / "usage"
 KEYS = {
@@ -26,9 +26,7 @@ KEYS = {
 
 
 def run(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str]:
-    with pytest.raises(SystemExit) as exc:
-        main(list(args))
-    return int(exc.value.code or 0), capsys.readouterr().out
+    return cli_exit(list(args)), capsys.readouterr().out
 
 
 def test_usage_json_is_one_episode(capsys: pytest.CaptureFixture[str]) -> None:

@@ -16,11 +16,11 @@ from pairlab.adapters.publish import publish_run, publish_run_detailed
 from pairlab.adapters.store import open_store
 from pairlab.adapters.store.base import Store
 from pairlab.adapters.store.runs import list_runs, pull_run
-from pairlab.cli import main
 from pairlab.core.errors import PublishError, ReasonCode
 from pairlab.core.manifest import MANIFEST_NAME
 from tests.integration.store.conftest import FAST_S3_OPTIONS, s3_client
 from tests.integration.store.run_dirs import snapshot, write_eval_run, write_trial_run
+from tests.support import cli_exit
 
 
 def _open(url: str) -> Store:
@@ -28,11 +28,8 @@ def _open(url: str) -> Store:
 
 
 def _run_cli(args: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, dict[str, object]]:
-    with pytest.raises(SystemExit) as exited:
-        main(args)
-    out = capsys.readouterr().out
-    code = exited.value.code
-    return (0 if code is None else int(code)), json.loads(out)
+    code = cli_exit(args)
+    return code, json.loads(capsys.readouterr().out)
 
 
 def test_round_trip_publish_list_pull(store_url: str, tmp_path: Path) -> None:
