@@ -11,7 +11,7 @@ from typing import Annotated, Any
 
 import typer
 
-from pairlab.adapters.usage import READERS, read_usage
+from pairlab.adapters.usage import READERS, make_reader, read_usage
 from pairlab.adapters.usage.base import UsageReport, expand_paths
 from pairlab.cli.output import emit_json
 from pairlab.core.errors import InvalidInputError, ReasonCode
@@ -45,11 +45,7 @@ def usage_command(
     per_file: Annotated[bool, typer.Option("--per-file", help="one report per file")] = False,
 ) -> None:
     """Normalised usage vector of one episode's provider-native records."""
-    if client not in READERS:
-        raise InvalidInputError(
-            f"unknown client {client!r}; expected one of {', '.join(READERS)}",
-            reason=ReasonCode.INVALID_INPUT,
-        )
+    make_reader(client)  # an unknown client is invalid input before any path is checked
     missing = [str(p) for p in paths if not p.exists()]
     if missing:
         raise InvalidInputError(f"no such file: {', '.join(missing)}", reason=ReasonCode.NOT_FOUND)

@@ -28,7 +28,7 @@ from email.utils import parsedate_to_datetime
 from typing import Final
 
 from pairlab.adapters.quota.base import percent_or_none, window_observation
-from pairlab.adapters.quota.claude_oauth import claude_window
+from pairlab.adapters.quota.claude_oauth import claude_provider, claude_window
 from pairlab.adapters.usage.base import parse_time
 from pairlab.core.schemas.quota import QuotaObservation, classify_window
 
@@ -40,10 +40,6 @@ _HEADER = re.compile(
     r"-(?P<field>utilization|reset)$"
 )
 _DECIMALS = re.compile(r"^\s*[0-9]*\.?([0-9]*)\s*$")
-
-
-def _provider(scope: str | None) -> str:
-    return f"claude:{scope}" if scope else "claude"
 
 
 def statusline_observations(payload: object, observed_at: datetime) -> list[QuotaObservation]:
@@ -120,7 +116,7 @@ def header_observations(
         used, precision = _fraction_percent(got.get("utilization", ""))
         out.append(
             window_observation(
-                provider=_provider(scope),
+                provider=claude_provider(scope),
                 window=classify_window(_HEADER_MINUTES[window]),
                 used=used,
                 resets_at=_epoch(got.get("reset")),
