@@ -110,9 +110,9 @@ def child(n_cohorts: int, pairs: int, resamples: int) -> dict[str, float]:
     # Large analyses run in worker processes (children of this one): count them too.
     kids = resource.getrusage(resource.RUSAGE_CHILDREN)
     worker_cpu = (kids.ru_utime + kids.ru_stime) - (kids0.ru_utime + kids0.ru_stime)
-    effects = effects_frame(analysis)
+    payload = analysis.to_json()  # what a run reports and writes (report.json)
     t3 = time.perf_counter()
-    payload = analysis.to_json()
+    effects = effects_frame(payload)  # effects.parquet, from the same JSON form
     t4 = time.perf_counter()
     intervals = int(effects["ciLow"].is_not_null().sum())
     return {
@@ -122,8 +122,8 @@ def child(n_cohorts: int, pairs: int, resamples: int) -> dict[str, float]:
         "generate_s": t1 - t0,
         "analyse_s": t2 - t1,
         "analyse_cpu_s": c2 - c1 + worker_cpu,
-        "effects_frame_s": t3 - t2,
-        "to_json_s": t4 - t3,
+        "to_json_s": t3 - t2,
+        "effects_frame_s": t4 - t3,
     }
 
 
@@ -198,7 +198,7 @@ def run(n_cohorts: int = 10_000, pairs: int = 25, resamples: int = 10_000) -> li
     started = time.perf_counter()
     figures, peak_mib = measure_child(n_cohorts, pairs, resamples)
     wall = time.perf_counter() - started
-    analysis_s = figures["analyse_s"] + figures["effects_frame_s"]
+    analysis_s = figures["analyse_s"] + figures["to_json_s"] + figures["effects_frame_s"]
     per_interval = reference_seconds_per_interval(pairs, resamples)
     reference_s = per_interval * figures["intervals"]
     ratio = reference_s / analysis_s
@@ -257,8 +257,8 @@ def run(n_cohorts: int = 10_000, pairs: int = 25, resamples: int = 10_000) -> li
             True,
         ),
         Result(
-            "aggregate: to_json (all cohorts, informational)",
-            figures["to_json_s"],
+            "aggregate: of which to_json + effects.parquet frame (the run's outputs)",
+            figures["to_json_s"] + figures["effects_frame_s"],
             "s",
             "info",
             True,

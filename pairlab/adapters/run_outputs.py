@@ -16,6 +16,7 @@ import polars as pl
 
 from pairlab.adapters.forest_plot import write_forest_plot
 from pairlab.adapters.rundir import RunDir
+from pairlab.core.cohort_report import effects_frame
 from pairlab.core.cohorts import resolve_min_pairs
 from pairlab.core.report import build_report_json, render_report_markdown
 from pairlab.core.schemas.episode import EpisodeRecord
@@ -31,26 +32,6 @@ _NESTED = (
     "shadowFindingIds",
 )
 
-EFFECTS_SCHEMA = {
-    "client": pl.String,
-    "clientVersion": pl.String,
-    "model": pl.String,
-    "modelVersion": pl.String,
-    "taskId": pl.String,
-    "stratum": pl.String,
-    "status": pl.String,
-    "pairs": pl.Int64,
-    "treatment": pl.String,
-    "control": pl.String,
-    "metric": pl.String,
-    "estimate": pl.Float64,
-    "ciLow": pl.Float64,
-    "ciHigh": pl.Float64,
-    "n": pl.Int64,
-    "excludedNull": pl.Int64,
-    "win": pl.Boolean,
-}
-
 
 def episodes_table(records: Sequence[EpisodeRecord]) -> pl.DataFrame:
     """Flat episode table: nested fields as JSON strings, nulls kept."""
@@ -65,45 +46,6 @@ def episodes_table(records: Sequence[EpisodeRecord]) -> pl.DataFrame:
     return pl.DataFrame(rows, infer_schema_length=None)
 
 
-def effects_table(analysis: dict[str, Any]) -> pl.DataFrame:
-    rows = []
-    for cohort in analysis.get("cohorts", []):
-        key = cohort.get("key", {})
-        for effect in cohort.get("effects", []):
-            rows.append(
-                {
-                    **{
-                        k: key.get(k)
-                        for k in (
-                            "client",
-                            "clientVersion",
-                            "model",
-                            "modelVersion",
-                            "taskId",
-                            "stratum",
-                        )
-                    },
-                    "status": cohort.get("status"),
-                    "pairs": cohort.get("pairs"),
-                    **{
-                        k: effect.get(k)
-                        for k in (
-                            "treatment",
-                            "control",
-                            "metric",
-                            "estimate",
-                            "ciLow",
-                            "ciHigh",
-                            "n",
-                            "excludedNull",
-                            "win",
-                        )
-                    },
-                }
-            )
-    return pl.DataFrame(rows, schema=EFFECTS_SCHEMA)
-
-
 def write_run_outputs(
     run_dir: RunDir,
     records: Sequence[EpisodeRecord],
@@ -115,7 +57,7 @@ def write_run_outputs(
 ) -> dict[str, Any]:
     episodes_path = run_dir.write_episodes_jsonl(records, planned_ids)
     episodes_table(records).write_parquet(run_dir.path / "episodes.parquet")
-    effects = effects_table(analysis)
+    effects = effects_frame(analysis)
     effects.write_parquet(run_dir.path / "effects.parquet")
     catalog_versions = sorted({r.price_catalog_version for r in records if r.price_catalog_version})
     meta = {

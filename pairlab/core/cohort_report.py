@@ -6,7 +6,8 @@ until someone asks for JSON. Renderings:
 
 * :meth:`CohortAnalysis.to_json` - the ``pairlab aggregate --json`` shape
   (issue 2); null stays null (NaN never leaks into JSON);
-* :func:`effects_frame` - one row per reported effect (``effects.parquet``);
+* :func:`effects_frame` - one row per reported effect (``effects.parquet``), from the
+  JSON form, so a run's report and its parquet come from the same data;
 * :func:`render_cohort_table` - a plain-text/markdown table for the CLI and
   the report.
 
@@ -185,8 +186,21 @@ class CohortAnalysis:
         return {"cohorts": cohorts}
 
 
+EFFECT_FIELDS: Final = (
+    "treatment",
+    "control",
+    "metric",
+    "estimate",
+    "ciLow",
+    "ciHigh",
+    "n",
+    "excludedNull",
+    "win",
+)
 EFFECTS_SCHEMA: Final[dict[str, pl.DataType]] = {
     **{name: pl.String() for name in KEY_COLUMNS},
+    "status": pl.String(),
+    "pairs": pl.Int64(),
     "treatment": pl.String(),
     "control": pl.String(),
     "metric": pl.String(),
@@ -199,35 +213,23 @@ EFFECTS_SCHEMA: Final[dict[str, pl.DataType]] = {
 }
 
 
-def effects_frame(analysis: CohortAnalysis) -> pl.DataFrame:
-    """One row per reported effect (sufficient cohorts, contrasts present), nulls kept."""
-    n_c, n_m = len(analysis.contrasts), len(METRICS)
-    if n_c == 0 or analysis.keys.height == 0:
-        return pl.DataFrame(schema=EFFECTS_SCHEMA)
-    mask = analysis.ok[:, None, None] & analysis.applies[:, :, None] & np.ones((1, 1, n_m), bool)
-    cohort_idx, contrast_idx, metric_idx = np.nonzero(mask)
-    treatments = np.array([c.treatment for c in analysis.contrasts], dtype=object)
-    controls = np.array([c.control for c in analysis.contrasts], dtype=object)
-    keys = analysis.keys[cohort_idx]
-
-    def pick(values: np.ndarray) -> np.ndarray:
-        return values[cohort_idx, contrast_idx, metric_idx]
-
-    def nullable(values: np.ndarray) -> pl.Series:
-        picked = pick(values)
-        return pl.Series(picked, dtype=pl.Float64).fill_nan(None)
-
-    return keys.with_columns(
-        pl.Series("treatment", treatments[contrast_idx], dtype=pl.String),
-        pl.Series("control", controls[contrast_idx], dtype=pl.String),
-        pl.Series("metric", np.array(METRICS, dtype=object)[metric_idx], dtype=pl.String),
-        nullable(analysis.estimate).alias("estimate"),
-        nullable(analysis.low).alias("ciLow"),
-        nullable(analysis.high).alias("ciHigh"),
-        pl.Series("n", pick(analysis.n), dtype=pl.Int64),
-        pl.Series("excludedNull", pick(analysis.excluded_null), dtype=pl.Int64),
-        pl.Series("win", pick(analysis.win), dtype=pl.Boolean),
-    ).select(list(EFFECTS_SCHEMA))
+def effects_frame(analysis: dict[str, Any]) -> pl.DataFrame:
+    """``effects.parquet``: one row per reported effect of an analysis in its JSON form
+    (:meth:`CohortAnalysis.to_json`, ``pairlab aggregate --json``), built column by
+    column; nulls kept. Insufficient cohorts report no effects, so have no rows."""
+    columns: dict[str, list[Any]] = {name: [] for name in EFFECTS_SCHEMA}
+    for cohort in analysis.get("cohorts", []):
+        effects = cohort.get("effects", [])
+        if not effects:
+            continue
+        key = cohort.get("key", {})
+        for name in KEY_COLUMNS:
+            columns[name] += [key.get(name)] * len(effects)
+        columns["status"] += [cohort.get("status")] * len(effects)
+        columns["pairs"] += [cohort.get("pairs")] * len(effects)
+        for name in EFFECT_FIELDS:
+            columns[name] += [e.get(name) for e in effects]
+    return pl.DataFrame(columns, schema=EFFECTS_SCHEMA)
 
 
 def _fmt(value: float | None) -> str:

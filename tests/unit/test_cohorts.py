@@ -342,7 +342,7 @@ def test_bca_option_and_its_degenerate_case_is_flagged() -> None:
 def test_effects_frame_and_table() -> None:
     records = cohort_records(6) + cohort_records(3, clientVersion="2.0")
     analysis = analyse_cohorts(records, run_id="run-a", min_pairs=5, n_resamples=1000)
-    frame = effects_frame(analysis)
+    frame = effects_frame(analysis.to_json())
     assert frame.height == len(METRICS)  # the insufficient cohort has no effect rows
     row = frame.filter(pl.col("metric") == "outputTokens").row(0, named=True)
     assert row["estimate"] is None and row["excludedNull"] == 6
@@ -355,6 +355,7 @@ def test_effects_frame_and_table() -> None:
         total["ciLow"],
         total["ciHigh"],
     )
+    assert set(frame["status"]) == {"ok"} and set(frame["pairs"]) == {6}
     table = render_cohort_table(analysis)
     assert (
         "| sim 1.0 / sim-model 2025-01 / t1 / default | ok | 6 | optimizer vs baseline | totalTokens |"
