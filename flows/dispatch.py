@@ -31,7 +31,7 @@ from prefect.cache_policies import NO_CACHE
 from pydantic import BaseModel, ConfigDict
 
 from flows.params import EvidenceEvalParams
-from pairlab.adapters.rundir import RECORD_FILE, RunDir
+from pairlab.adapters.rundir import RunDir
 from pairlab.core.errors import ExecutionError, ReasonCode
 from pairlab.core.plan import PlannedEpisode
 from pairlab.core.schemas.episode import EpisodeRecord
@@ -123,9 +123,9 @@ def read_pair_records(run_dir: RunDir, pair: list[PlannedEpisode]) -> list[Episo
     records = []
     missing = []
     for planned in pair:
-        path = run_dir.episode_dir(planned.episode_id) / RECORD_FILE
-        if path.exists():
-            records.append(EpisodeRecord.model_validate_json(path.read_bytes()))
+        record = run_dir.load_record(planned.episode_id)
+        if record is not None:
+            records.append(record)
         else:
             missing.append(planned.episode_id)
     if missing:

@@ -17,7 +17,7 @@ from flows.dispatch import PAIR_FLOW_NAME, RunPairRequest
 from flows.evidence_eval import run_pair
 from pairlab.adapters.backends.base import make_backend
 from pairlab.adapters.episode_io import load_eval_inputs, sim_account_dir
-from pairlab.adapters.rundir import RECORD_FILE, RunDir
+from pairlab.adapters.rundir import RunDir
 from pairlab.core.schemas.episode import EpisodeRecord
 
 
@@ -30,9 +30,8 @@ def run_pair_flow(request: RunPairRequest) -> list[str]:
     run_dir = RunDir(work_dir, request.run_id).ensure()
     done: dict[str, EpisodeRecord] = {}
     for planned in request.pair:
-        path = run_dir.episode_dir(planned.episode_id) / RECORD_FILE
-        if path.exists():
-            done[planned.episode_id] = EpisodeRecord.model_validate_json(path.read_bytes())
+        if (record := run_dir.load_record(planned.episode_id)) is not None:
+            done[planned.episode_id] = record
     get_run_logger().info(
         "pair %s: %d episodes, %d already recorded",
         request.pair[0].pair_id,

@@ -62,6 +62,13 @@ class RunDir:
             out[record.episode_id] = record
         return out
 
+    def load_record(self, episode_id: str) -> EpisodeRecord | None:
+        """The episode's persisted record, or None when it has none (yet)."""
+        path = self.episode_dir(episode_id) / RECORD_FILE
+        if not path.exists():
+            return None
+        return EpisodeRecord.model_validate_json(path.read_bytes())
+
     def save_record(self, record: EpisodeRecord) -> Path:
         path = self.episode_dir(record.episode_id) / RECORD_FILE
         write_atomic(path, record.to_json_line().encode("utf-8") + b"\n")
