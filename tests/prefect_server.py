@@ -108,12 +108,18 @@ def running_prefect_server(home: Path) -> Iterator[PrefectServer]:
             time.sleep(0.5)
         yield PrefectServer(url=url, home=home, process=proc)
     finally:
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(proc.pid, signal.SIGTERM)
-        try:
-            proc.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            with contextlib.suppress(ProcessLookupError):
-                os.killpg(proc.pid, signal.SIGKILL)
-            proc.wait()
+        stop_process_group(proc, timeout=20)
         log.close()
+
+
+def stop_process_group(proc: subprocess.Popen[bytes], timeout: float) -> None:
+    """SIGTERM the process group a test started (``start_new_session=True``); SIGKILL it
+    if it has not exited within ``timeout`` seconds."""
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(proc.pid, signal.SIGTERM)
+    try:
+        proc.wait(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait()

@@ -15,6 +15,15 @@ import pytest
 REPO_ROOT = Path(__file__).resolve().parent.parent
 CATALOG_DIR = REPO_ROOT / "catalog"
 PROFILES_DIR = REPO_ROOT / "runner_profiles"
+# Debian's chromium, driven by playwright in the browser tests.
+CHROMIUM = Path("/usr/bin/chromium")
+CHROMIUM_ARGS = [
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--no-first-run",
+]
 
 
 def cli_exit(args: list[str]) -> int:

@@ -21,18 +21,9 @@ from tests.canary_trial_support import (
     wait_for_input_schema,
     wait_for_state,
 )
-from tests.support import require
+from tests.support import CHROMIUM, CHROMIUM_ARGS, require
 
 pytestmark = [pytest.mark.browser, pytest.mark.prefect, pytest.mark.e2e, pytest.mark.timeout(900)]
-
-CHROMIUM = Path("/usr/bin/chromium")
-CHROMIUM_ARGS = [
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--no-first-run",
-]
 
 
 def _resume_responses(page: Any) -> list[dict[str, Any]]:

@@ -12,9 +12,7 @@ from __future__ import annotations
 
 import contextlib
 import json
-import os
 import re
-import signal
 import subprocess
 import sys
 import time
@@ -25,16 +23,9 @@ from typing import Any
 
 import pytest
 
-from tests.support import require
+from tests.prefect_server import stop_process_group
+from tests.support import CHROMIUM, CHROMIUM_ARGS, require
 
-CHROMIUM = Path("/usr/bin/chromium")
-CHROMIUM_ARGS = [
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--no-first-run",
-]
 RUN_ID = "ui-run"
 SERVE_READY_S = 300
 RUN_DONE_S = 600
@@ -64,14 +55,7 @@ def _serving(server: Any, cwd: Path) -> Iterator[subprocess.Popen[bytes]]:
     try:
         yield proc
     finally:
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(proc.pid, signal.SIGTERM)
-        try:
-            proc.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            with contextlib.suppress(ProcessLookupError):
-                os.killpg(proc.pid, signal.SIGKILL)
-            proc.wait()
+        stop_process_group(proc, timeout=30)
         log.close()
 
 

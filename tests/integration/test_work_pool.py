@@ -34,7 +34,7 @@ from typing import Any
 import pytest
 
 from flows.episode_attempt import read_execution_log
-from tests.prefect_server import PrefectServer
+from tests.prefect_server import PrefectServer, stop_process_group
 from tests.support import PROFILES_DIR, REPO_ROOT, require
 
 pytestmark = [pytest.mark.prefect, pytest.mark.slow, pytest.mark.timeout(1500)]
@@ -62,17 +62,6 @@ def _run(argv: list[str], env: dict[str, str], timeout: float = 300) -> str:
     out = proc.stdout.decode(errors="replace") + proc.stderr.decode(errors="replace")
     assert proc.returncode == 0, f"{argv} failed:\n{out[-4000:]}"
     return out
-
-
-def _stop(proc: subprocess.Popen[bytes]) -> None:
-    with contextlib.suppress(ProcessLookupError):
-        os.killpg(proc.pid, signal.SIGTERM)
-    try:
-        proc.wait(timeout=20)
-    except subprocess.TimeoutExpired:
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(proc.pid, signal.SIGKILL)
-        proc.wait()
 
 
 def _online_workers(env: dict[str, str]) -> set[str]:
@@ -155,7 +144,7 @@ def cluster(
         yield cluster
     finally:
         for proc in cluster.workers.values():
-            _stop(proc)
+            stop_process_group(proc, timeout=20)
 
 
 EVAL_CODE = """
@@ -209,7 +198,7 @@ def _finish(cluster: Cluster, name: str, proc: subprocess.Popen[bytes]) -> dict[
         proc.wait(timeout=900)
     finally:
         if proc.poll() is None:
-            _stop(proc)
+            stop_process_group(proc, timeout=20)
     out = (cluster.root / f"{name}.log").read_text(errors="replace")
     assert proc.returncode == 0, out[-5000:]
     line = next(ln for ln in reversed(out.splitlines()) if ln.startswith("RESULT "))
