@@ -20,6 +20,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from pairlab.core.records import all_passed
 from pairlab.core.schemas.quota import QuotaObservation, continuity
 from pairlab.core.schemas.usage import UsageVector
 from pairlab.core.verdict.artifact import Artifact
@@ -206,14 +207,6 @@ def quota_intervals(
     return out
 
 
-def _all(values: Sequence[bool | None]) -> bool | None:
-    if any(v is False for v in values):
-        return False
-    if any(v is None for v in values):
-        return None
-    return True
-
-
 def _status(passed: bool | None) -> str:
     return "missing" if passed is None else ("passed" if passed else "failed")
 
@@ -223,7 +216,7 @@ def artifact_run(manifest: TrialManifest, ev: RunEvidence) -> dict[str, Any]:
     fixture = manifest.fixture(ev.task_id)
     by_name = {c.name: c.passed for c in ev.checks}
     required = [by_name.get(name) for name in fixture.required_checks]
-    checks_ok = _all([c.passed for c in ev.checks] + required)
+    checks_ok = all_passed([c.passed for c in ev.checks] + required)
     finished = ev.exit_code == 0 and not ev.timed_out
     accepted = False if not finished else checks_ok
     assignment = manifest.assignments[0]

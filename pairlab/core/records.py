@@ -22,15 +22,21 @@ def sha256_text(text: str | None) -> str | None:
     return hashlib.sha256(text.encode("utf-8", "surrogateescape")).hexdigest()
 
 
-def is_correct(checks: Sequence[GraderCheck]) -> bool | None:
-    """Correct only when every check passed; unknown when a check could not run."""
-    if not checks:
+def all_passed(results: Sequence[bool | None]) -> bool | None:
+    """Three-valued AND: False if any failed, else None if any is unknown (or there is
+    nothing to judge), else True."""
+    if not results:
         return None
-    if any(c.passed is False for c in checks):
+    if any(r is False for r in results):
         return False
-    if any(c.passed is None for c in checks):
+    if any(r is None for r in results):
         return None
     return True
+
+
+def is_correct(checks: Sequence[GraderCheck]) -> bool | None:
+    """Correct only when every check passed; unknown when a check could not run."""
+    return all_passed([c.passed for c in checks])
 
 
 def exclusion_for(

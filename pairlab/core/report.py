@@ -10,6 +10,8 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from pairlab.core.cohort_report import KEY_COLUMNS
+
 CLAIM_NOTE = (
     "Effects are treatment − control per pair (negative = fewer). Only paired eval-run "
     "records produce intervals; cohorts are never pooled; a saving is a win only when the "
@@ -37,10 +39,7 @@ def _metric_digits(metric: Any) -> int:
 
 
 def _cohort_title(key: Mapping[str, Any]) -> str:
-    parts = [
-        f"{k}={_fmt(key.get(k))}"
-        for k in ("client", "clientVersion", "model", "modelVersion", "taskId", "stratum")
-    ]
+    parts = [f"{k}={_fmt(key.get(k))}" for k in KEY_COLUMNS]
     return ", ".join(parts)
 
 

@@ -176,18 +176,21 @@ def provenance_reason(value: object) -> ExclusionReason | None:
     return ExclusionReason.PROVENANCE_UNVERIFIED
 
 
-def _byte_reasons(row: Mapping[str, object], kind: object) -> list[ExclusionReason]:
-    before, returned, delta = (
-        row.get("before_bytes"),
-        row.get("returned_bytes"),
-        row.get("delta_bytes"),
-    )
+def _counts_and_difference(
+    before: object, returned: object, difference: object, kind: object
+) -> tuple[bool, bool]:
+    """(counts valid, difference valid). An expansion has a returned count and neither a
+    before count nor a difference; a reduction has both counts and before - returned."""
     if kind == "expansion":
-        counts_ok = _count_ok(returned) and before is None
-        delta_ok = delta is None
-    else:
-        counts_ok = _count_ok(before) and _count_ok(returned)
-        delta_ok = counts_ok and _is_int(delta) and delta == before - returned  # type: ignore[operator]
+        return _count_ok(returned) and before is None, difference is None
+    counts_ok = _count_ok(before) and _count_ok(returned)
+    return counts_ok, counts_ok and _is_int(difference) and difference == before - returned  # type: ignore[operator]
+
+
+def _byte_reasons(row: Mapping[str, object], kind: object) -> list[ExclusionReason]:
+    counts_ok, delta_ok = _counts_and_difference(
+        row.get("before_bytes"), row.get("returned_bytes"), row.get("delta_bytes"), kind
+    )
     reasons = [] if counts_ok else [ExclusionReason.BYTE_COUNTS_INVALID]
     # A delta is only checkable against valid counts; an invalid count is its own reason.
     if counts_ok and not delta_ok:
@@ -196,20 +199,13 @@ def _byte_reasons(row: Mapping[str, object], kind: object) -> list[ExclusionReas
 
 
 def _token_reasons(row: Mapping[str, object], kind: object) -> list[ExclusionReason]:
-    before, returned, saved = (
-        row.get("before_tokens"),
-        row.get("returned_tokens"),
-        row.get("saved_tokens"),
+    counts_ok, saved_ok = _counts_and_difference(
+        row.get("before_tokens"), row.get("returned_tokens"), row.get("saved_tokens"), kind
     )
     pairs = [("returned_tokens", "returned_bytes")]
-    if kind == "expansion":
-        counts_ok = _count_ok(returned) and before is None
-        saved_ok = saved is None
-    else:
-        counts_ok = _count_ok(before) and _count_ok(returned)
-        saved_ok = counts_ok and _is_int(saved) and saved == before - returned  # type: ignore[operator]
+    if kind != "expansion":
         pairs.append(("before_tokens", "before_bytes"))
-    for tokens_key, bytes_key in pairs:
+    for tokens_key, bytes_key in pairs:  # a token is at least one byte
         tokens, size = row.get(tokens_key), row.get(bytes_key)
         if counts_ok and _count_ok(size) and tokens > size:  # type: ignore[operator]
             counts_ok = False
