@@ -42,15 +42,26 @@ class StoredRow:
 
 
 @dataclass
-class ToolTally:
+class _Sums:
+    """The token sums over qualified rows; ``net`` = gross reductions - expansion debits."""
+
     gross: int = 0
     debit: int = 0
     observed: int = 0
-    qualified_rows: int = 0
 
     @property
     def net(self) -> int:
         return self.gross - self.debit
+
+    def add_sums(self, other: _Sums) -> None:
+        self.gross += other.gross
+        self.debit += other.debit
+        self.observed += other.observed
+
+
+@dataclass
+class ToolTally(_Sums):
+    qualified_rows: int = 0
 
 
 @dataclass(frozen=True)
@@ -61,12 +72,9 @@ class JudgedRow:
 
 
 @dataclass
-class SavingsTally:
+class SavingsTally(_Sums):
     """Sums over qualified rows plus the bookkeeping the audit reports."""
 
-    gross: int = 0
-    debit: int = 0
-    observed: int = 0
     qualified_reductions: int = 0
     qualified_expansions: int = 0
     orphan_expansions: int = 0
@@ -78,17 +86,11 @@ class SavingsTally:
     def qualified_rows(self) -> int:
         return self.qualified_reductions + self.qualified_expansions
 
-    @property
-    def net(self) -> int:
-        return self.gross - self.debit
-
     def tool(self, name: str) -> ToolTally:
         return self.by_tool.setdefault(name, ToolTally())
 
     def merge(self, other: SavingsTally) -> None:
-        self.gross += other.gross
-        self.debit += other.debit
-        self.observed += other.observed
+        self.add_sums(other)
         self.qualified_reductions += other.qualified_reductions
         self.qualified_expansions += other.qualified_expansions
         self.orphan_expansions += other.orphan_expansions
@@ -96,9 +98,7 @@ class SavingsTally:
         self.overridden_verdicts += other.overridden_verdicts
         for name, tally in other.by_tool.items():
             mine = self.tool(name)
-            mine.gross += tally.gross
-            mine.debit += tally.debit
-            mine.observed += tally.observed
+            mine.add_sums(tally)
             mine.qualified_rows += tally.qualified_rows
 
     def totals(self) -> dict[str, int | None]:
