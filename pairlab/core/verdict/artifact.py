@@ -105,10 +105,7 @@ class RequiredCheck(StrictModel):
     status: CheckStatus
 
 
-class ReviewResult(StrEnum):
-    PASSED = "passed"
-    FAILED = "failed"
-    MISSING = "missing"
+ReviewResult = CheckStatus  # a review dimension's result takes the same three values
 
 
 class ReviewDimension(StrictModel):
