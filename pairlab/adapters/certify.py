@@ -18,7 +18,6 @@ from __future__ import annotations
 import os
 import re
 import shutil
-import sys
 import tempfile
 from collections.abc import Callable
 from pathlib import Path
@@ -187,8 +186,9 @@ def _check_runnable(profile: RunnerProfile, backend_name: str) -> CertifyCheck:
         return CertifyCheck(
             name="image", passed=True, detail=f"{profile.image} present ({image_id[:19]})"
         )
-    path = os.pathsep.join([str(Path(sys.executable).parent), os.environ.get("PATH", os.defpath)])
-    found = shutil.which(profile.command[0], path=path)
+    from pairlab.adapters.backends.local import agent_path
+
+    found = shutil.which(profile.command[0], path=agent_path(os.environ.get("PATH")))
     if found is None:
         return CertifyCheck(
             name="command", passed=False, detail=f"{profile.command[0]!r} not found on PATH"

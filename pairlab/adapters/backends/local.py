@@ -46,6 +46,14 @@ ROOT_PREFIX = "pairlab-ep-"
 OWNER_FILE = "owner.json"
 
 
+def agent_path(path: str | None) -> str:
+    """PATH for a local episode: this environment's bin directory (the simulator's console
+    script lives there) first, then ``path`` (or the system default)."""
+    venv_bin = str(Path(sys.executable).parent)
+    rest = path or os.defpath
+    return os.pathsep.join([venv_bin, *[p for p in rest.split(os.pathsep) if p != venv_bin]])
+
+
 def default_base_dir() -> Path:
     return Path(tempfile.gettempdir()) / "pairlab-episodes"
 
@@ -90,11 +98,6 @@ class LocalBackend:
         if clean_orphans:
             cleanup_local_orphans(self.base_dir, active)
 
-    def _path_var(self, env: dict[str, str]) -> str:
-        venv_bin = str(Path(sys.executable).parent)
-        rest = env.get("PATH") or os.defpath
-        return os.pathsep.join([venv_bin, *[p for p in rest.split(os.pathsep) if p != venv_bin]])
-
     def prepare(self, spec: EpisodeSpec) -> PreparedEpisode:
         if not spec.fixture_dir.is_dir():
             raise ExecutionError(
@@ -133,7 +136,7 @@ class LocalBackend:
             if spec.sim_account_dir is not None:
                 spec.sim_account_dir.mkdir(parents=True, exist_ok=True)
             env, secrets = build_env(spec, paths, self.host_env)
-            env["PATH"] = self._path_var(env)
+            env["PATH"] = agent_path(env.get("PATH"))
             argv = build_argv(spec, paths.workdir)
         except BaseException:
             shutil.rmtree(root, ignore_errors=True)
@@ -171,7 +174,7 @@ class LocalBackend:
     ) -> RunOutcome:
         """Run a grader command in the workspace: no secrets, no treatment env."""
         env = {
-            "PATH": self._path_var(self.host_env),
+            "PATH": agent_path(self.host_env.get("PATH")),
             "HOME": prepared.mounts["home"],
             "LANG": "C.UTF-8",
             "PAIRLAB_WORKSPACE": prepared.workdir,
