@@ -79,7 +79,7 @@ from tasks.episode import (
     run_episode,
     teardown_episode,
 )
-from tasks.report import publish_run_outputs
+from tasks.report import artifact_key, publish_run_outputs
 
 TRIALS = "trials"
 WARM_SEED_FILE = "pairlab-warm-start.json"
@@ -316,10 +316,6 @@ def manifest_markdown(manifest: TrialManifest) -> str:
     return "\n".join(lines) + "\n"
 
 
-def _artifact_key(prefix: str, trial_id: str) -> str:
-    return f"{prefix}-" + "".join(c if c.isalnum() else "-" for c in trial_id.lower())[:60]
-
-
 def _seed_warm(prepared: Any, planned: PlannedEpisode) -> None:
     graph = Path(prepared.mounts["graph"])
     if prepared.backend == "local" and graph.is_dir():
@@ -486,7 +482,7 @@ def judge_trial_artifact(run_dir: RunDir, trial_id: str) -> dict[str, Any]:
     verdict = report.to_json()
     run_dir.write_json(f"{TRIALS}/verdict.json", verdict)
     create_markdown_artifact(
-        key=_artifact_key("verdict", trial_id),
+        key=artifact_key("verdict", trial_id),
         markdown=f"# Canary verdict `{trial_id}`\n\n```\n{render_text(report)}\n```\n",
         description="pairlab canary verdict",
     )
@@ -511,7 +507,7 @@ def canary_trial(params: CanaryTrialParams) -> dict[str, Any]:
         manifest = freeze_manifest(params, trial_id, suite, profile, schedule)
         run_dir.write_json(f"{TRIALS}/manifest.json", manifest.model_dump(mode="json"))
     create_markdown_artifact(
-        key=_artifact_key("canary-manifest", trial_id),
+        key=artifact_key("canary-manifest", trial_id),
         markdown=manifest_markdown(manifest),
         description="frozen canary manifest and expected budget",
     )
@@ -529,7 +525,7 @@ def canary_trial(params: CanaryTrialParams) -> dict[str, Any]:
             else f"no approval within {params.approval_timeout_s} s"
         )
         create_markdown_artifact(
-            key=_artifact_key("canary-outcome", trial_id),
+            key=artifact_key("canary-outcome", trial_id),
             markdown=f"# Canary trial `{trial_id}` not run\n\n{why}. Zero episodes executed.\n",
             description="canary trial outcome",
         )

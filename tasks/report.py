@@ -16,6 +16,11 @@ from pairlab.core.schemas.episode import EpisodeRecord
 from tasks.retry import infra_task
 
 
+def artifact_key(prefix: str, run_id: str) -> str:
+    """A Prefect artifact key for a run: lower-case letters, digits and dashes only."""
+    return f"{prefix}-" + "".join(c if c.isalnum() else "-" for c in run_id.lower())[:60]
+
+
 @task(name="aggregate", cache_policy=NO_CACHE, persist_result=False)
 def aggregate_cohorts(
     records: Sequence[EpisodeRecord], run_id: str, min_pairs: int | None
@@ -35,14 +40,15 @@ def render_report(
     schedule: Any,
 ) -> dict[str, str]:
     outputs = write_run_outputs(run_dir, records, planned_ids, analysis, params, profile, schedule)
-    safe_key = "".join(c if c.isalnum() else "-" for c in run_dir.run_id.lower())[:60]
     create_markdown_artifact(
-        key=f"report-{safe_key}",
+        key=artifact_key("report", run_dir.run_id),
         markdown=outputs["markdown"],
         description="pairlab evidence report",
     )
     create_table_artifact(
-        key=f"cohorts-{safe_key}", table=outputs["table_rows"], description="cohort effects"
+        key=artifact_key("cohorts", run_dir.run_id),
+        table=outputs["table_rows"],
+        description="cohort effects",
     )
     return {k: v for k, v in outputs.items() if isinstance(v, str) and k != "markdown"}
 
