@@ -25,8 +25,6 @@ from pairlab.core.schemas.quota import QuotaObservation, continuity
 from pairlab.core.schemas.usage import UsageVector
 from pairlab.core.verdict.artifact import Artifact
 
-TRIAL_MANIFEST_VERSION = 1
-REVIEW_DIMENSION = "grader-correctness"
 _NOT_ID = re.compile(r"[^A-Za-z0-9._:-]")
 
 

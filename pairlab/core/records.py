@@ -145,7 +145,3 @@ def build_episode_record(
         reasoning_tokens=vector.reasoning,
         total_tokens=vector.total,
     )
-
-
-def without_transcript(record: EpisodeRecord) -> EpisodeRecord:
-    return record.model_copy(update={"transcript": None})

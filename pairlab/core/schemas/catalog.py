@@ -11,8 +11,6 @@ from pydantic import Field, ValidationError
 from pairlab.core.errors import InvalidInputError, ReasonCode
 from pairlab.core.schemas.base import StrictModel
 
-CATALOG_SCHEMA_VERSION = 1
-
 
 class CommandGrader(StrictModel):
     type: Literal["command"] = "command"

@@ -16,9 +16,6 @@ from pydantic import Field, ValidationError, field_validator, model_validator
 from pairlab.core.errors import InvalidInputError, ReasonCode
 from pairlab.core.schemas.base import StrictModel
 
-PROFILE_SCHEMA_VERSION = 1
-PLACEHOLDERS = ("{prompt}", "{workspace}", "{arm}", "{taskId}", "{pairId}", "{model}")
-
 
 class BaselineIsolation(StrictModel):
     description: str = Field(min_length=10)

@@ -10,8 +10,6 @@ from pydantic import AfterValidator, AwareDatetime, Field
 
 from pairlab.core.schemas.base import StrictModel
 
-QUOTA_SCHEMA_VERSION = 1
-
 
 def _check_window(value: str) -> str:
     if value in ("five-hour", "seven-day"):

@@ -14,6 +14,7 @@ validation failure to its reason code.
 from __future__ import annotations
 
 import re
+from datetime import timedelta
 from enum import StrEnum
 from typing import Annotated, Final, Literal
 
@@ -23,7 +24,6 @@ from pydantic_core import PydanticCustomError
 from pairlab.core.schemas.base import StrictModel
 from pairlab.core.schemas.quota import Continuity, Window
 
-ARTIFACT_SCHEMA_VERSION: Final = 1
 MAX_ARTIFACT_BYTES: Final = 16 * 1024 * 1024  # larger files are refused before parsing
 MAX_PAIRS: Final = 1_000
 MAX_EVIDENCE_ITEMS: Final = 256  # fixtures, checks, reviews, findings, omissions per run
@@ -228,8 +228,8 @@ class QuotaInterval(StrictModel):
         return self
 
     @property
-    def duration_s(self) -> float:
-        return (self.end.observed_at - self.start.observed_at).total_seconds()
+    def duration(self) -> timedelta:
+        return self.end.observed_at - self.start.observed_at
 
 
 class Run(StrictModel):

@@ -101,10 +101,10 @@ def _gate(base: QuotaInterval, cand: QuotaInterval) -> VerdictReason | None:
     pair = (base, cand)
     if any(p.used_percent is None for i in pair for p in (i.start, i.end)):
         return VerdictReason.MISSING_QUOTA_TELEMETRY
-    if not equal_durations(
-        base.end.observed_at - base.start.observed_at,
-        cand.end.observed_at - cand.start.observed_at,
-    ) or (base.start.reset_id, base.start.resets_at) != (cand.start.reset_id, cand.start.resets_at):
+    if not equal_durations(base.duration, cand.duration) or (
+        base.start.reset_id,
+        base.start.resets_at,
+    ) != (cand.start.reset_id, cand.start.resets_at):
         return VerdictReason.QUOTA_INTERVAL_MISMATCH
     if any(_crosses_reset(i) for i in pair):
         return VerdictReason.QUOTA_RESET_CROSSING
