@@ -11,6 +11,7 @@ from pathlib import Path
 from pairlab.adapters.backends.base import EpisodeSpec, RunOutcome
 from pairlab.adapters.episode_io import EpisodeUsage, price_episode
 from pairlab.core.plan import PlannedEpisode
+from pairlab.core.quota_consumption import UNKNOWN_CONCURRENT_USE, ConcurrentUse
 from pairlab.core.records import build_episode_record, exclusion_for
 from pairlab.core.schemas.catalog import LoadedSuite
 from pairlab.core.schemas.episode import EpisodeRecord, GraderCheck
@@ -70,8 +71,10 @@ def episode_record(
     quota_after: list[QuotaObservation],
     ledger: dict[str, int | None] | None,
     include_transcript: bool,
+    concurrent_use: ConcurrentUse = UNKNOWN_CONCURRENT_USE,
 ) -> EpisodeRecord:
-    """The schema-v2 record of one episode; the suite's exclusion rules applied, usage priced."""
+    """The schema-v2 record of one episode; the suite's exclusion rules applied, usage priced,
+    quota consumption per window computed (null + reason unless usable)."""
     entry = suite.task(planned.task_id)
     model = usage.primary_model or requested_model
     list_price_usd, catalog_version = price_episode(
@@ -119,4 +122,6 @@ def episode_record(
         ledger=ledger,
         api_list_price_usd=list_price_usd,
         price_catalog_version=catalog_version,
+        concurrent_use=concurrent_use,
+        quota_interval_id=planned.quota_interval,
     )

@@ -18,6 +18,7 @@ from pairlab.adapters.forest_plot import write_forest_plot
 from pairlab.adapters.rundir import RunDir
 from pairlab.core.cohort_report import effects_frame
 from pairlab.core.cohorts import resolve_min_pairs
+from pairlab.core.quota_consumption import record_columns
 from pairlab.core.report import build_report_json, render_report_markdown
 from pairlab.core.schemas.episode import EpisodeRecord
 
@@ -25,6 +26,7 @@ _NESTED = (
     "graderChecks",
     "quotaBefore",
     "quotaAfter",
+    "quotaConsumption",
     "usageProvenance",
     "ledger",
     "transcript",
@@ -34,12 +36,14 @@ _NESTED = (
 
 
 def episodes_table(records: Sequence[EpisodeRecord]) -> pl.DataFrame:
-    """Flat episode table: nested fields as JSON strings, nulls kept."""
+    """Flat episode table: nested fields as JSON strings, nulls kept; plus the account-wide
+    quota windows' consumption as flat columns (null + reason column, never 0)."""
     rows = []
     for record in records:
         row = record.model_dump(mode="json", by_alias=True)
         for key in _NESTED:
             row[key] = None if row.get(key) is None else json.dumps(row[key], sort_keys=True)
+        row.update(record_columns(record))
         rows.append(row)
     if not rows:
         return pl.DataFrame()

@@ -63,6 +63,7 @@ from pairlab.core.cohort_report import (
     render_cohort_table,
 )
 from pairlab.core.errors import InvalidInputError, ReasonCode
+from pairlab.core.quota_consumption import QUOTA_METRICS, QUOTA_REASON_COLUMNS, record_columns
 from pairlab.core.schemas.episode import ARMS, EpisodeRecord
 from pairlab.core.stats.bootstrap import Method, bootstrap_mean_intervals
 from pairlab.core.stats.seeds import make_rng
@@ -110,6 +111,10 @@ FRAME_SCHEMA: Final[dict[str, pl.DataType]] = {
     "excluded": pl.Boolean(),
     "correct": pl.Boolean(),
     **{name: pl.Float64() for name in METRICS},
+    # issue 16: per-episode quota consumption (percentage points) of the account-wide
+    # windows, null with a reason column when unusable; not (yet) analysed metrics.
+    **{name: pl.Float64() for name in QUOTA_METRICS},
+    **{name: pl.String() for name in QUOTA_REASON_COLUMNS},
 }
 
 
@@ -146,6 +151,8 @@ def episodes_frame(records: Iterable[EpisodeRecord]) -> pl.DataFrame:
         for name, attr in _METRIC_ATTRS.items():
             value = getattr(record, attr)
             columns[name].append(None if value is None else float(value))
+        for name, quota_value in record_columns(record).items():
+            columns[name].append(quota_value)
     return pl.DataFrame(columns, schema=FRAME_SCHEMA)
 
 

@@ -45,6 +45,7 @@ class PlannedEpisode(CamelModel):
     pair_id: str
     episode_id: str
     stratum: str | None = None  # canary trials only
+    quota_interval: str | None = None  # quota-aware evidence plans only
 
 
 class Schedule(CamelModel):

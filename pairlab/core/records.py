@@ -1,8 +1,10 @@
 """Building the episode record (schema v2) from what one episode produced.
 
-Pure: the caller gathers the outcome, usage, checks and quota snapshots; this
-module only decides what goes into the record. Missing measurements stay
-``None``; transcripts are attached only when asked for, hashes always.
+Pure: the caller gathers the outcome, usage, checks, quota snapshots and the
+concurrent-use assessment; this module only decides what goes into the record
+(including the per-window quota consumption, :mod:`pairlab.core.quota_consumption`).
+Missing measurements stay ``None``; transcripts are attached only when asked for,
+hashes always.
 """
 
 from __future__ import annotations
@@ -11,6 +13,11 @@ import hashlib
 from collections.abc import Sequence
 from datetime import datetime
 
+from pairlab.core.quota_consumption import (
+    UNKNOWN_CONCURRENT_USE,
+    ConcurrentUse,
+    interval_consumption,
+)
 from pairlab.core.schemas.episode import EpisodeRecord, GraderCheck, Transcript
 from pairlab.core.schemas.quota import QuotaObservation
 from pairlab.core.schemas.usage import UsageVector
@@ -90,9 +97,17 @@ def build_episode_record(
     api_list_price_usd: float | None = None,
     price_catalog_version: str | None = None,
     ledger: dict[str, int | None] | None = None,
+    concurrent_use: ConcurrentUse = UNKNOWN_CONCURRENT_USE,
+    quota_interval_id: str | None = None,
 ) -> EpisodeRecord:
     vector = usage or UsageVector()
     correct = is_correct(checks)
+    observed = quota_before is not None or quota_after is not None
+    consumption = (
+        interval_consumption(quota_before, quota_after, concurrent_use.unrelated)
+        if observed
+        else None
+    )
     return EpisodeRecord(
         episode_id=episode_id,
         session_id=session_id,
@@ -129,6 +144,10 @@ def build_episode_record(
         join_method=join_method,  # type: ignore[arg-type]
         quota_before=quota_before,
         quota_after=quota_after,
+        quota_consumption=consumption,
+        unrelated_concurrent_quota_use=concurrent_use.unrelated,
+        concurrent_use_basis=concurrent_use.basis,
+        quota_interval_id=quota_interval_id,
         price_catalog_version=price_catalog_version,
         api_list_price_usd=api_list_price_usd,
         ledger=ledger,

@@ -16,11 +16,14 @@ from pydantic import Field, ValidationError
 
 from pairlab.core.errors import InvalidInputError, ReasonCode
 from pairlab.core.schemas.base import CamelModel
-from pairlab.core.schemas.quota import QuotaObservation
+from pairlab.core.schemas.quota import QuotaConsumption, QuotaObservation
 from pairlab.core.schemas.usage import UsageVector
 
 EPISODE_SCHEMA_VERSION = 2
 ARMS: tuple[str, ...] = ("baseline", "optimizer", "retrieval", "full")
+# How an episode's "unrelated concurrent quota use" was established: the simulator's
+# account charge log (ground truth) or the operator's assertion in the run parameters.
+ConcurrentUseBasis = Literal["simulator-charge-log", "operator-assertion"]
 
 
 def make_pair_id(run_id: str, task_id: str, repetition: int) -> str:
@@ -97,6 +100,13 @@ class EpisodeRecord(CamelModel):
     join_method: Literal["exact", "fallback"] | None = None
     quota_before: list[QuotaObservation] | None = None
     quota_after: list[QuotaObservation] | None = None
+    # issue 16: per-window consumption over [quotaBefore, quotaAfter] (null + reason when
+    # unusable), whether anything else used the account meanwhile (None = unknown) and on
+    # what basis, and the scheduled quota interval the episode ran in (quota-aware plans).
+    quota_consumption: list[QuotaConsumption] | None = None
+    unrelated_concurrent_quota_use: bool | None = None
+    concurrent_use_basis: ConcurrentUseBasis | None = None
+    quota_interval_id: str | None = None
     price_catalog_version: str | None = None
     api_list_price_usd: float | None = Field(default=None, ge=0)
     ledger: dict[str, int | None] | None = None

@@ -6,9 +6,9 @@ from datetime import datetime
 from enum import StrEnum
 from typing import Annotated, Literal
 
-from pydantic import AfterValidator, AwareDatetime, Field
+from pydantic import AfterValidator, AwareDatetime, Field, model_validator
 
-from pairlab.core.schemas.base import StrictModel
+from pairlab.core.schemas.base import CamelModel, StrictModel
 
 
 def _check_window(value: str) -> str:
@@ -55,6 +55,29 @@ class QuotaObservation(StrictModel):
     observed_at: AwareDatetime
     source: str = Field(min_length=1)
     account: str | None = None
+
+
+class QuotaConsumption(CamelModel):
+    """What one (provider, window) interval consumed, in percentage points (issue 16).
+
+    ``consumption_percent`` is ``after - before`` only when the interval is usable
+    (:mod:`pairlab.core.quota_consumption`); otherwise it is null and ``reason``
+    says why (a kebab-case code). Never 0 for "unknown"."""
+
+    provider: str = Field(min_length=1)
+    window: Window
+    consumption_percent: float | None = Field(default=None, ge=0, le=100)
+    precision_percent: float | None = Field(default=None, ge=0)
+    reason: str | None = None
+    reset_id: str | None = None
+    started_at: AwareDatetime | None = None
+    ended_at: AwareDatetime | None = None
+
+    @model_validator(mode="after")
+    def _null_has_a_reason(self) -> QuotaConsumption:
+        if (self.consumption_percent is None) == (self.reason is None):
+            raise ValueError("a consumption is either a value or null with a reason, not both")
+        return self
 
 
 def continuity(previous: QuotaObservation | None, current: QuotaObservation) -> Continuity:
