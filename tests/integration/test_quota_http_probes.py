@@ -158,3 +158,29 @@ def test_unreachable_and_tokenless_probes_are_unknown() -> None:
     ).snapshot()
     assert all(o.source.endswith("unreachable") for o in obs)
     assert all("no-token" in o.source for o in make_probe("claude-oauth-usage").snapshot())
+
+
+def test_http_sources_state_no_reset_or_window_they_do_not_state(server: str) -> None:
+    """A reset time without a zone is not an instant (unknown, never read as UTC); a window
+    without its length is other:0, never a slot's guess."""
+    _Handler.script["/claude"] = [
+        (200, {}, {"five_hour": {"utilization": 12.0, "resets_at": "2026-03-01T15:00:00"}})
+    ]
+    (claude,) = make_probe("claude-oauth-usage", url=server + "/claude", token="t").snapshot()
+    assert claude.used_percent == 12.0 and claude.resets_at is None and claude.reset_id is None
+    _Handler.script["/codex"] = [
+        (
+            200,
+            {},
+            {
+                "rate_limit": {
+                    "primary_window": {"used_percent": 4, "reset_at": "2026-03-01T15:00:00"},
+                    "secondary_window": {"used_percent": 9, "limit_window_seconds": 604800},
+                }
+            },
+        )
+    ]
+    obs = make_probe("codex-usage-endpoint", url=server + "/codex", token="t").snapshot()
+    by_window = {o.window: o for o in obs}
+    assert by_window["other:0"].used_percent == 4.0 and by_window["other:0"].resets_at is None
+    assert by_window["seven-day"].resets_at is None  # no reset stated at all

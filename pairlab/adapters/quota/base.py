@@ -3,6 +3,14 @@
 A probe never raises: when its source is unavailable it returns explicit
 unknowns (``used_percent=None``, ``source`` naming the failure) for the windows
 it would have reported, never a fabricated value.
+
+An observation states only what its source states (issue 16): the window from
+the length the source gives (``other:0`` when it gives none, never a slot name),
+the precision the source or its documented format gives (else unknown), a reset
+time only when it is an absolute instant (epoch seconds or text with an offset:
+``parse_instant``), a reset identity only as the source's own id or its reset
+instant. Scoped limits (Claude's ``seven_day_opus``, Codex's other ``limit_id``
+buckets) are their own providers (``claude:opus``, ``codex:<limit_id>``).
 """
 
 from __future__ import annotations

@@ -29,7 +29,7 @@ from typing import Final
 
 from pairlab.adapters.quota.base import percent_or_none, window_observation
 from pairlab.adapters.quota.claude_oauth import claude_provider, claude_window
-from pairlab.adapters.usage.base import parse_time
+from pairlab.adapters.usage.base import parse_instant
 from pairlab.core.schemas.quota import QuotaObservation, classify_window
 
 STATUSLINE_SOURCE: Final = "claude-statusline"
@@ -58,7 +58,7 @@ def statusline_observations(payload: object, observed_at: datetime) -> list[Quot
                 provider=provider,
                 window=window,
                 used=percent_or_none(value.get("used_percentage")),
-                resets_at=parse_time(value.get("resets_at")),
+                resets_at=parse_instant(value.get("resets_at")),
                 observed_at=observed_at,
                 source=STATUSLINE_SOURCE,
             )
@@ -133,6 +133,6 @@ def _epoch(text: str | None) -> datetime | None:
     if text is None:
         return None
     try:
-        return parse_time(float(text))
+        return parse_instant(float(text))
     except ValueError:
-        return parse_time(text)
+        return parse_instant(text)

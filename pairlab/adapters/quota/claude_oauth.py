@@ -19,7 +19,7 @@ from pairlab.adapters.quota.base import (
     window_observation,
 )
 from pairlab.adapters.quota.http_fetch import fetch_json
-from pairlab.adapters.usage.base import parse_time
+from pairlab.adapters.usage.base import parse_instant
 from pairlab.core.schemas.quota import QuotaObservation, classify_window
 
 SOURCE: Final = "claude-oauth-usage"
@@ -80,7 +80,7 @@ class ClaudeOAuthUsageProbe:
 def _observation(
     value: dict[str, Any], window: str, provider: str, at: datetime
 ) -> QuotaObservation:
-    resets_at = parse_time(value.get("resets_at"))
+    resets_at = parse_instant(value.get("resets_at"))
     used = percent_or_none(value.get("utilization"))
     return window_observation(
         provider=provider,

@@ -15,7 +15,7 @@ from pairlab.adapters.quota.base import (
     window_observation,
 )
 from pairlab.adapters.quota.http_fetch import fetch_json
-from pairlab.adapters.usage.base import parse_time
+from pairlab.adapters.usage.base import parse_instant
 from pairlab.core.schemas.quota import QuotaObservation, classify_window
 
 SOURCE: Final = "codex-usage-endpoint"
@@ -67,7 +67,7 @@ def _observation(w: dict[str, Any], at: Any) -> QuotaObservation:
         provider="codex",
         window=classify_window(minutes),
         used=used,
-        resets_at=parse_time(w.get("reset_at")),
+        resets_at=parse_instant(w.get("reset_at")),
         observed_at=at,
         source=SOURCE,
     )

@@ -9,7 +9,7 @@ from typing import Any, Final
 
 from pairlab.adapters.quota.base import unknown_observations
 from pairlab.adapters.usage.base import ReportBuilder, iter_json_lines, parse_time
-from pairlab.adapters.usage.codex import rate_limit_observations
+from pairlab.adapters.usage.codex import limit_provider, rate_limit_observations
 from pairlab.core.schemas.quota import QuotaObservation
 
 SOURCE: Final = "codex-rollout"
@@ -45,7 +45,9 @@ class CodexRolloutProbe:
         if rollout is None:
             return unknown_observations("codex", SOURCE, "no-rollout")
         scratch = ReportBuilder(provider="codex")
-        last: tuple[dict[str, Any], datetime] | None = None
+        # The latest rate_limits of each limit bucket (limit_id): a later line about another
+        # bucket does not hide the account-wide windows.
+        last: dict[str, tuple[dict[str, Any], datetime]] = {}
         # Only token_count events carry rate limits: other lines are skipped unparsed.
         for obj in iter_json_lines(rollout, scratch, ('"token_count"',)):
             payload = obj.get("payload")
@@ -54,8 +56,11 @@ class CodexRolloutProbe:
             limits = payload.get("rate_limits")
             ts = parse_time(obj.get("timestamp"))
             if payload.get("type") == "token_count" and isinstance(limits, dict) and ts:
-                last = (limits, ts)
-        if last is None:
-            return unknown_observations("codex", SOURCE, "no-rate-limits")
-        latest = rate_limit_observations(last[0], last[1], f"{SOURCE}:{rollout.name}")
+                last[limit_provider(limits.get("limit_id"))] = (limits, ts)
+        source = f"{SOURCE}:{rollout.name}"
+        latest = [
+            obs
+            for _, (limits, ts) in sorted(last.items())
+            for obs in rate_limit_observations(limits, ts, source)
+        ]
         return latest or unknown_observations("codex", SOURCE, "no-rate-limits")

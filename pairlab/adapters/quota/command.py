@@ -6,6 +6,9 @@ What the command prints is read according to ``format``:
   ``{"observations": [...]}``. Missing ``provider``/``source``/``observed_at``
   are filled from the probe's options and the clock; ``scale: "fraction"``
   values (0-1) are converted to percent and the source scale is recorded.
+  Nothing else is filled in: without ``precision_percent`` the precision is
+  unknown, and without both ``reset_id`` and ``resets_at`` (with an offset) no
+  consumption can exclude a reset (issue 16: null, ``quota-reset-crossing``).
 * ``claude-statusline``: the JSON payload Claude Code gives a ``statusLine``
   command (e.g. ``cat`` of a file a status-line script saved it to);
 * ``anthropic-headers``: HTTP response headers as ``curl -D -`` prints them

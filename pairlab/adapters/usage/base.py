@@ -127,6 +127,22 @@ def parse_time(value: object) -> datetime | None:
     return None
 
 
+def parse_instant(value: object) -> datetime | None:
+    """An absolute instant: epoch seconds, or ISO-8601 text that states its offset (``Z``,
+    ``+02:00``). Text without an offset is not an instant (its zone is not stated): None.
+
+    Quota sources use it for reset times, so a reset the source left zone-less is
+    unknown, never guessed as UTC (DESIGN 5.4: ``resets_at`` is absolute)."""
+    if isinstance(value, str) and value:
+        text = value[:-1] + "+00:00" if value.endswith(("Z", "z")) else value
+        try:
+            parsed = datetime.fromisoformat(text)
+        except ValueError:
+            return None
+        return parsed if parsed.tzinfo else None
+    return parse_time(value)
+
+
 @dataclass
 class ModelTally:
     api_calls: int = 0

@@ -38,6 +38,7 @@ from pairlab.adapters.usage.base import (
     expand_paths,
     int_or_none,
     iter_json_lines,
+    parse_instant,
     parse_time,
     sub_nullable,
     vector_of,
@@ -99,10 +100,21 @@ def _delta(new: Totals, old: Totals | None) -> tuple[Totals, bool]:
     return {f: sub_nullable(new[f], old[f]) for f in _TOTAL_FIELDS}, False
 
 
+def limit_provider(limit_id: object) -> str:
+    """The account-wide limit (no ``limit_id``, or ``codex``) is provider ``codex``; another
+    limit bucket (a per-model or per-feature limit) is its own provider ``codex:<limit_id>``,
+    so its windows never pass for the account's."""
+    if not isinstance(limit_id, str) or limit_id in ("", PROVIDER):
+        return PROVIDER
+    return f"{PROVIDER}:{limit_id}"
+
+
 def rate_limit_observations(
     rate_limits: dict[str, Any], observed_at: datetime, source: str
 ) -> list[QuotaObservation]:
-    """Both rate_limits formats -> observations, windows classified by length."""
+    """Both rate_limits formats -> observations, windows classified by length; a reset time
+    is an absolute instant (epoch seconds, or text with an offset) or unknown."""
+    provider = limit_provider(rate_limits.get("limit_id"))
     out: list[QuotaObservation] = []
     slots: list[tuple[dict[str, Any], str]] = []
     for slot in ("primary", "secondary"):
@@ -123,7 +135,7 @@ def rate_limit_observations(
         used_f = percent_or_none(raw.get("used_percent"))
         minutes = raw.get("window_minutes")
         minutes_f = float(minutes) if isinstance(minutes, int | float) else None
-        resets_at = parse_time(raw.get("resets_at"))
+        resets_at = parse_instant(raw.get("resets_at"))
         if resets_at is None and isinstance(raw.get("resets_in_seconds"), int | float):
             # Relative to the line time: round to the minute so repeated observations of
             # one window agree on its reset instant despite write jitter.
@@ -131,7 +143,7 @@ def rate_limit_observations(
             resets_at = (exact + timedelta(seconds=30)).replace(second=0, microsecond=0)
         out.append(
             window_observation(
-                provider=PROVIDER,
+                provider=provider,
                 window=classify_window(minutes_f),
                 used=used_f,
                 resets_at=resets_at,
