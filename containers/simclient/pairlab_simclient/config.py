@@ -43,7 +43,14 @@ DEFAULT_CONFIG: dict[str, Any] = {
         "candidate": {"effects": {}, "solve_p": 0.9},
     },
     "treated_arms": ["optimizer", "retrieval", "full"],
-    "quota": {"five_hour_budget_tokens": 2_000_000, "seven_day_budget_tokens": 20_000_000},
+    "quota": {
+        "five_hour_budget_tokens": 2_000_000,
+        "seven_day_budget_tokens": 20_000_000,
+        # quota.json states precision 1 (whole percents); false: it states null (unknown)
+        "report_precision": True,
+        # with probability p an episode's windows named here reset half-way through its calls
+        "mid_episode_reset": {"p": 0.0, "windows": ["five-hour"]},
+    },
     "ledger": {"retry_p": 0.35},
     # wall time the agent "works": billed tokens drawn x this, slept before exiting
     # (so an arm that draws fewer tokens also finishes sooner, as a real agent would)
@@ -94,14 +101,33 @@ def load_config(environ: dict[str, str]) -> dict[str, Any]:
     return config
 
 
+QUOTA_WINDOWS = ("five-hour", "seven-day")
+
+
+def _check_quota(quota: dict[str, Any]) -> None:
+    if not isinstance(quota.get("report_precision", True), bool):
+        raise ConfigError("quota.report_precision must be true or false")
+    reset = quota.get("mid_episode_reset", {})
+    if not isinstance(reset, dict) or not 0.0 <= float(reset.get("p", 0.0)) <= 1.0:
+        raise ConfigError("quota.mid_episode_reset.p must be in [0, 1]")
+    unknown = [w for w in reset.get("windows", []) if w not in QUOTA_WINDOWS]
+    if unknown:
+        raise ConfigError(
+            f"quota.mid_episode_reset.windows: unknown {unknown} (known: {', '.join(QUOTA_WINDOWS)})"
+        )
+
+
 def _check(config: dict[str, Any]) -> None:
     calls = config["api_calls"]
     if not (1 <= int(calls["min"]) <= int(calls["max"])):
         raise ConfigError("api_calls: need 1 <= min <= max")
+    _check_quota(config["quota"])
     for arm, spec in config["arms"].items():
         p = float(spec.get("solve_p", 0.9))
         if not 0.0 <= p <= 1.0:
             raise ConfigError(f"arms.{arm}.solve_p must be in [0, 1]")
+        if float(spec.get("quota_factor", 1.0)) < 0:
+            raise ConfigError(f"arms.{arm}.quota_factor must be >= 0")
         for dim, factor in spec.get("effects", {}).items():
             if dim not in EFFECT_DIMENSIONS:
                 raise ConfigError(

@@ -41,6 +41,14 @@ def _billed_tokens(fmt: str, call: CallUsage) -> int:
     return total
 
 
+def mid_episode_reset(env: EpisodeEnv, config: dict[str, Any]) -> list[str]:
+    """The windows this episode resets half-way through (seeded by the episode)."""
+    reset = config["quota"].get("mid_episode_reset", {})
+    if env.rng("quota-reset").random() < float(reset.get("p", 0.0)):
+        return list(reset.get("windows", []))
+    return []
+
+
 def ledger_for(env: EpisodeEnv, config: dict[str, Any], session_id: str) -> list[Any]:
     """The episode's MCP ledger entries (empty for untreated arms)."""
     if env.arm not in config["treated_arms"]:
@@ -99,7 +107,13 @@ def run_episode(
     quota: QuotaCharge | None = None
     if env.account_dir is not None:
         quota = charge_quota(
-            env.account_dir, env.started_at, [_billed_tokens(fmt, c) for c in draw.calls], config
+            env.account_dir,
+            env.started_at,
+            [_billed_tokens(fmt, c) for c in draw.calls],
+            config,
+            episode_id=env.episode_id,
+            quota_factor=float(arm_spec(config, env.arm).get("quota_factor", 1.0)),
+            reset_windows=mid_episode_reset(env, config),
         )
     else:
         print(
@@ -172,7 +186,9 @@ def _truth(
         "seen": seen.as_dict(),
         "records": [_display(p, env.home) for p in result.record_paths],
         "graph": graph,
-        "quota": None if quota is None else {"before": quota.before, "after": quota.after},
+        "quota": None
+        if quota is None
+        else {"before": quota.before, "after": quota.after, "charge": quota.entry},
         "ledger": summarize_ledger(entries) if entries else None,
         "task_factor": draw.task_factor,
         "means": draw.means,
