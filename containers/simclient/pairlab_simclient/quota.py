@@ -161,7 +161,7 @@ def charge_quota(
     half-way through the calls (after the first ``len // 2``). The charge is logged
     to charges.jsonl before quota.json is replaced."""
     account_dir.mkdir(parents=True, exist_ok=True)
-    charged = [int(round(tokens * quota_factor)) for tokens in call_tokens]
+    charged = [round(tokens * quota_factor) for tokens in call_tokens]
     with open(account_dir / LOCK_FILE, "a+") as lock:
         fcntl.flock(lock.fileno(), fcntl.LOCK_EX)
         try:
