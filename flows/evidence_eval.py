@@ -88,7 +88,9 @@ def _execute_one(
     prepared = prepare_episode(q_backend, quoted(spec))
     q_prepared = quoted(prepared)
     try:
-        measured = run_measured(q_backend, q_prepared, q_profile, account_dir)
+        measured = run_measured(
+            q_backend, q_prepared, q_profile, account_dir, params.unrelated_concurrent_use
+        )
         collected = collect_and_grade(
             q_backend,
             q_prepared,
@@ -114,6 +116,7 @@ def _execute_one(
         quota_after=measured.quota_after,
         ledger=collected.ledger,
         include_transcript=params.include_transcript,
+        concurrent_use=measured.concurrent_use,
     )
     return record_episode(quoted(run_dir), quoted(record))
 

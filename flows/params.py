@@ -58,6 +58,14 @@ class EvidenceEvalParams(BaseModel):
         default_factory=DispatchParams,
         description="Scale-out: run pairs in this flow or on a work pool; per-account episode limit",
     )
+    unrelated_concurrent_use: bool | None = Field(
+        None,
+        description=(
+            "Operator assertion for a real account: did anything else use it during the run "
+            "(empty = unknown; quota consumption stays null unless false). Simulated accounts "
+            "are judged by their own charge log."
+        ),
+    )
 
 
 Stratum = Literal["cold", "warm"]

@@ -25,6 +25,8 @@ from pairlab.adapters.backends.base import (
 )
 from pairlab.adapters.episode_io import (
     EpisodeUsage,
+    assess_concurrent_use,
+    concurrency_mark,
     extract_final_answer,
     ingest_ledger,
     read_episode_usage,
@@ -32,6 +34,7 @@ from pairlab.adapters.episode_io import (
 )
 from pairlab.adapters.grading import grade
 from pairlab.adapters.rundir import RunDir
+from pairlab.core.quota_consumption import ConcurrentUse
 from pairlab.core.schemas.catalog import TaskEntry
 from pairlab.core.schemas.episode import EpisodeRecord, GraderCheck
 from pairlab.core.schemas.profile import RunnerProfile
@@ -57,11 +60,13 @@ def run_episode(backend: ExecutionBackend, prepared: PreparedEpisode) -> RunOutc
 
 @dataclass(frozen=True)
 class MeasuredRun:
-    """The agent's run and the quota snapshots taken right before and after it."""
+    """The agent's run, the quota snapshots taken right before and after it, and whether
+    anything else consumed the account in between."""
 
     quota_before: list[QuotaObservation]
     outcome: RunOutcome
     quota_after: list[QuotaObservation]
+    concurrent_use: ConcurrentUse = ConcurrentUse()
 
 
 @task(name="run", cache_policy=NO_CACHE, persist_result=False)
@@ -70,12 +75,24 @@ def run_measured(
     prepared: PreparedEpisode,
     profile: RunnerProfile,
     account_dir: Path | None,
+    asserted_concurrent_use: bool | None = None,
 ) -> MeasuredRun:
-    """Snapshot quota, run the agent, snapshot quota again. Never retried: the run is the data."""
+    """Snapshot quota, run the agent, snapshot quota again. Never retried: the run is the data.
+
+    The account's charge counter is read around the snapshots, so concurrent use of
+    the account during the interval is assessed (ground truth where the account keeps a
+    log, else ``asserted_concurrent_use``: the operator's assertion, None = unknown)."""
+    start = concurrency_mark(profile, account_dir)
     before = snapshot_quota(profile, account_dir)
     outcome = backend.run(prepared)
     after = snapshot_quota(profile, account_dir)
-    return MeasuredRun(quota_before=before, outcome=outcome, quota_after=after)
+    end = concurrency_mark(profile, account_dir)
+    concurrent = assess_concurrent_use(
+        profile, account_dir, (start, end), {prepared.spec.episode_id}, asserted_concurrent_use
+    )
+    return MeasuredRun(
+        quota_before=before, outcome=outcome, quota_after=after, concurrent_use=concurrent
+    )
 
 
 @dataclass(frozen=True)

@@ -10,6 +10,7 @@ from __future__ import annotations
 import fnmatch
 import functools
 import re
+from collections.abc import Collection
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
@@ -18,6 +19,7 @@ from pairlab.adapters.backends.base import CollectedFiles
 from pairlab.adapters.paths import catalog_dir
 from pairlab.adapters.profiles import load_named_profile
 from pairlab.core.prices import PriceCatalog
+from pairlab.core.quota_consumption import UNKNOWN_CONCURRENT_USE, ConcurrentUse
 from pairlab.core.schemas.catalog import LoadedSuite, load_suite
 from pairlab.core.schemas.profile import RunnerProfile
 from pairlab.core.schemas.quota import QuotaObservation
@@ -47,6 +49,36 @@ def snapshot_quota(profile: RunnerProfile, account_dir: Path | None) -> list[Quo
     if account_dir is not None:
         options.setdefault("account_dir", str(account_dir))
     return make_probe(profile.quota.probe, **options).snapshot()
+
+
+def concurrency_mark(profile: RunnerProfile, account_dir: Path | None) -> int | None:
+    """Where the account keeps a charge log (the simulator's), its counter now; else None."""
+    if profile.quota.probe != "sim" or account_dir is None:
+        return None
+    from pairlab.adapters.quota.sim_account import charge_mark
+
+    return charge_mark(account_dir)
+
+
+def assess_concurrent_use(
+    profile: RunnerProfile,
+    account_dir: Path | None,
+    marks: tuple[int | None, int | None],
+    own_episode_ids: Collection[str],
+    asserted: bool | None,
+) -> ConcurrentUse:
+    """Did anything else consume the account between the two marks?
+
+    The simulator's account: its charge log decides (ground truth; the operator's
+    assertion is not needed). Any other account: the operator's assertion from the
+    run parameters, unknown when there is none."""
+    if profile.quota.probe == "sim" and account_dir is not None:
+        from pairlab.adapters.quota.sim_account import assess_from_log
+
+        return assess_from_log(account_dir, marks[0], marks[1], own_episode_ids)
+    if asserted is None:
+        return UNKNOWN_CONCURRENT_USE
+    return ConcurrentUse(unrelated=asserted, basis="operator-assertion")
 
 
 @dataclass

@@ -94,6 +94,19 @@ def _print_result(result: dict[str, Any], as_json: bool) -> None:
     typer.echo(f"store:  {result['store']}")
 
 
+def _assertion(value: str) -> bool | None:
+    """``unknown|no|yes`` -> None/False/True; anything else is invalid input (exit 2)."""
+    from pairlab.core.errors import InvalidInputError
+
+    choices: dict[str, bool | None] = {"unknown": None, "no": False, "yes": True}
+    if value not in choices:
+        raise InvalidInputError(
+            f"--unrelated-concurrent-use must be unknown, no or yes (got {value!r})",
+            reason=ReasonCode.INVALID_INPUT,
+        )
+    return choices[value]
+
+
 def register(app: typer.Typer) -> None:
     @app.command("eval")
     def eval_cmd(
@@ -121,6 +134,14 @@ def register(app: typer.Typer) -> None:
         keep_workspaces: Annotated[bool, typer.Option(help="Keep episode workspaces")] = False,
         on_secret: Annotated[str, typer.Option(help="redact or refuse")] = "redact",
         work_dir: Annotated[str, typer.Option(help="Local staging directory")] = ".pairlab/work",
+        concurrent_use: Annotated[
+            str,
+            typer.Option(
+                "--unrelated-concurrent-use",
+                help="Real accounts: did anything else use the account during the run? "
+                "unknown (default: quota consumption stays null), no, yes",
+            ),
+        ] = "unknown",
         as_json: Annotated[bool, typer.Option("--json", help="Print a JSON summary")] = False,
     ) -> None:
         """Run the evidence-eval flow on the embedded defaults (no server needed)."""
@@ -143,6 +164,7 @@ def register(app: typer.Typer) -> None:
             keep_workspaces=keep_workspaces,
             on_secret=on_secret,
             work_dir=work_dir,
+            unrelated_concurrent_use=_assertion(concurrent_use),
         )
         result = _run_eval(params, show_progress=not as_json and sys.stderr.isatty())
         _print_result(result, as_json)

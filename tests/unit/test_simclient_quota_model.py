@@ -104,3 +104,28 @@ def test_bad_quota_configuration_is_refused(tmp_path: Path) -> None:
         proc = run_sim(lay, "claude", PAIRLAB_SIM_EFFECTS=json.dumps(bad))
         assert proc.returncode == 2, (bad, proc.stderr)
     assert not (lay.account / "charges.jsonl").exists()
+
+
+def test_charge_log_tells_own_use_from_anyone_elses(tmp_path: Path) -> None:
+    from pairlab.adapters.quota.sim_account import assess_from_log, charge_mark, charges_between
+
+    lay = SimLayout(tmp_path / "c").make()
+    assert charge_mark(lay.account) == 0  # no account yet: nothing charged
+    start = charge_mark(lay.account)
+    run_sim(lay, "claude", episode_id="r:t:0:baseline")
+    mid = charge_mark(lay.account)
+    run_sim(lay, "claude", episode_id="other-run:t:0:full")  # someone else, meanwhile
+    end = charge_mark(lay.account)
+    assert (start, mid, end) == (0, 1, 2)
+    own = {"r:t:0:baseline"}
+    alone = assess_from_log(lay.account, start, mid, own)
+    assert alone.unrelated is False and alone.basis == "simulator-charge-log"
+    assert assess_from_log(lay.account, start, end, own).unrelated is True
+    assert assess_from_log(lay.account, start, end, own | {"other-run:t:0:full"}).unrelated is False
+    # a mark that could not be read, or a log missing a charge: unknown, never "nobody"
+    assert assess_from_log(lay.account, None, end, own).unrelated is None
+    assert charges_between(lay.account, 0, 3) is None
+    (lay.account / "charges.jsonl").write_text("", encoding="utf-8")
+    assert assess_from_log(lay.account, start, end, own).unrelated is None
+    (lay.account / "quota.json").write_text("{torn", encoding="utf-8")
+    assert charge_mark(lay.account) is None
