@@ -34,7 +34,7 @@ from pairlab.adapters.episode_io import (
 )
 from pairlab.adapters.grading import grade
 from pairlab.adapters.rundir import RunDir
-from pairlab.core.quota_consumption import ConcurrentUse
+from pairlab.core.quota_consumption import UNKNOWN_CONCURRENT_USE, ConcurrentUse
 from pairlab.core.schemas.catalog import TaskEntry
 from pairlab.core.schemas.episode import EpisodeRecord, GraderCheck
 from pairlab.core.schemas.profile import RunnerProfile
@@ -66,7 +66,7 @@ class MeasuredRun:
     quota_before: list[QuotaObservation]
     outcome: RunOutcome
     quota_after: list[QuotaObservation]
-    concurrent_use: ConcurrentUse = ConcurrentUse()
+    concurrent_use: ConcurrentUse = UNKNOWN_CONCURRENT_USE
 
 
 @task(name="run", cache_policy=NO_CACHE, persist_result=False)
