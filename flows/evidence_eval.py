@@ -8,6 +8,7 @@ episode id, so re-running with the same ``run_id`` resumes without duplicates.
 from __future__ import annotations
 
 import concurrent.futures
+import functools
 import secrets
 from datetime import UTC, datetime
 from pathlib import Path
@@ -23,6 +24,7 @@ from prefect.task_runners import ThreadPoolTaskRunner
 from flows.dispatch import dispatch_pair
 from flows.episode_attempt import episode_attempt
 from flows.params import EvidenceEvalParams
+from flows.quota_block import quota_interval_plan, run_quota_block, write_quota_intervals
 from pairlab.adapters import progress as progress_events
 from pairlab.adapters.backends.base import ExecutionBackend, make_backend
 from pairlab.adapters.episode_build import episode_record, episode_spec
@@ -55,7 +57,14 @@ def new_run_id() -> str:
 
 @task(name="plan", cache_policy=NO_CACHE, persist_result=False)
 def plan_task(params: EvidenceEvalParams, run_id: str, task_ids: list[str]) -> Schedule:
-    return plan_schedule(task_ids, list(params.arms), params.repetitions, params.seed, run_id)
+    return plan_schedule(
+        task_ids,
+        list(params.arms),
+        params.repetitions,
+        params.seed,
+        run_id,
+        quota_intervals=quota_interval_plan(params),
+    )
 
 
 def _execute_one(
@@ -119,6 +128,12 @@ def _execute_one(
         concurrent_use=measured.concurrent_use,
     )
     return record_episode(quoted(run_dir), quoted(record))
+
+
+def _attempt_one(planned: PlannedEpisode, **context: Any) -> EpisodeRecord:
+    """One episode inside its attempt (slot, interrupted-attempt cleanup), as run_pair does."""
+    with episode_attempt(context["params"].dispatch, context["run_dir"], planned.episode_id):
+        return _execute_one(planned, **context)
 
 
 @task(name="run-pair", cache_policy=NO_CACHE, persist_result=False)
@@ -191,8 +206,8 @@ def evidence_eval(params: EvidenceEvalParams) -> dict[str, Any]:
     )
     progress_events.notify(prog)
 
-    pairs = schedule.pairs()
-    pending = [p for p in pairs if any(e.episode_id not in done for e in p)]
+    units = schedule.units()  # pairs; blocks of quota intervals in quota-aware plans
+    pending = [p for p in units if any(e.episode_id not in done for e in p)]
     records: dict[str, EpisodeRecord] = dict(done)
     window = params.concurrency
     running: dict[concurrent.futures.Future[Any], PrefectConcurrentFuture[Any]] = {}
@@ -205,6 +220,28 @@ def evidence_eval(params: EvidenceEvalParams) -> dict[str, Any]:
     def submit(pair: list[PlannedEpisode]) -> None:
         if params.dispatch.mode == "work-pool":  # scale-out: flows/dispatch.py
             track(dispatch_pair.submit(pair, params=params, run_dir=run_dir))
+            return
+        if schedule.quota_intervals is not None:  # flows/quota_block.py
+            execute = functools.partial(
+                _attempt_one,
+                params=params,
+                suite=suite,
+                profile=profile,
+                backend=backend,
+                run_dir=run_dir,
+                account_dir=account_dir,
+            )
+            track(
+                run_quota_block.submit(
+                    quoted(pair),
+                    params=quoted(params),
+                    profile=quoted(profile),
+                    run_dir=quoted(run_dir),
+                    account_dir=account_dir,
+                    done=quoted(done),
+                    execute=quoted(execute),
+                )
+            )
             return
         fut = run_pair.submit(
             quoted(pair),
@@ -237,6 +274,7 @@ def evidence_eval(params: EvidenceEvalParams) -> dict[str, Any]:
             progress_events.notify(prog)
 
     ordered = [records[e] for e in planned_ids if e in records]
+    write_quota_intervals(run_dir, schedule)
     analysis = aggregate_cohorts(quoted(ordered), run_id, params.min_pairs)
     outputs = render_report(
         quoted(run_dir),

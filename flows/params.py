@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from flows.dispatch_params import DispatchParams
 
@@ -66,6 +66,32 @@ class EvidenceEvalParams(BaseModel):
             "are judged by their own charge log."
         ),
     )
+    quota_interval_episodes: int | None = Field(
+        None,
+        ge=1,
+        le=200,
+        description=(
+            "Quota-aware schedule: each arm runs this many episodes back to back in one "
+            "scheduled quota interval, so whole-percent windows can measure it (empty = off)"
+        ),
+    )
+    quota_interval_s: float = Field(
+        120.0,
+        gt=0,
+        le=86_400,
+        description="Quota-aware schedule: length of each interval (must exceed its episodes)",
+    )
+
+    @model_validator(mode="after")
+    def _one_interval_at_a_time(self) -> EvidenceEvalParams:
+        if self.quota_interval_episodes is not None and (
+            self.concurrency != 1 or self.dispatch.mode != "in-process"
+        ):
+            raise ValueError(
+                "quota intervals measure one account one interval at a time: "
+                "use concurrency 1 and in-process dispatch"
+            )
+        return self
 
 
 Stratum = Literal["cold", "warm"]

@@ -10,7 +10,7 @@ import typer
 from pairlab.adapters.paths import catalog_dir
 from pairlab.cli.output import emit_json
 from pairlab.core.errors import InvalidInputError, ReasonCode
-from pairlab.core.plan import Schedule, generate_run_id, plan_schedule
+from pairlab.core.plan import QuotaIntervalPlan, Schedule, generate_run_id, plan_schedule
 from pairlab.core.schemas.catalog import load_suite
 from pairlab.core.schemas.episode import ARMS
 
@@ -28,19 +28,40 @@ def parse_arms(value: str) -> list[str]:
     return arms
 
 
+def quota_interval_plan(episodes: int | None, interval_s: float) -> QuotaIntervalPlan | None:
+    """The quota-interval option of a plan (None: per-episode snapshots only)."""
+    if episodes is None:
+        return None
+    if not 0 < interval_s <= 86_400:
+        raise InvalidInputError(
+            f"--quota-interval-s must be in (0, 86400] seconds (got {interval_s:g})",
+            reason=ReasonCode.INVALID_INPUT,
+        )
+    return QuotaIntervalPlan(episodes_per_interval=episodes, interval_s=interval_s)
+
+
 def print_table(schedule: Schedule, suite_id: str, run_id_generated: bool) -> None:
     from rich.console import Console
     from rich.table import Table
 
     note = " (generated)" if run_id_generated else ""
+    quota = schedule.quota_intervals
+    quota_note = (
+        f" · quota intervals: {quota.episodes_per_interval} episode(s) per arm in "
+        f"{quota.interval_s:g} s each, {len(schedule.intervals())} intervals "
+        f"(at least {len(schedule.intervals()) * quota.interval_s / 60:.0f} min)"
+        if quota
+        else ""
+    )
     table = Table(
         title=f"suite {suite_id} · run {schedule.run_id}{note} · seed {schedule.seed} · "
-        f"{schedule.repetitions} repetition(s) · {len(schedule.pairs())} pairs",
+        f"{schedule.repetitions} repetition(s) · {len(schedule.pairs())} pairs{quota_note}",
         title_justify="left",
     )
     for column in ("taskId", "repetition", "order", "arm"):
         table.add_column(column, no_wrap=True)
-    for column in ("pairId", "episodeId"):
+    id_columns = ("pairId", "episodeId", *(("quotaInterval",) if quota else ()))
+    for column in id_columns:
         table.add_column(column, overflow="fold")  # ids are never cut with an ellipsis
     for entry in schedule.entries:
         table.add_row(
@@ -50,6 +71,7 @@ def print_table(schedule: Schedule, suite_id: str, run_id_generated: bool) -> No
             entry.arm,
             entry.pair_id,
             entry.episode_id,
+            *((entry.quota_interval or "",) if quota else ()),
         )
     console = Console()
     if not console.is_terminal:  # piped: as wide as the table needs, nothing truncated
@@ -73,6 +95,19 @@ def register(app: typer.Typer) -> None:
                 help="Catalog directory (default: $PAIRLAB_CATALOG_DIR or the repo's catalog/)"
             ),
         ] = None,
+        quota_interval_episodes: Annotated[
+            int | None,
+            typer.Option(
+                min=1,
+                max=200,
+                help="Quota-aware plan: each arm runs this many episodes back to back in one "
+                "scheduled quota interval (whole-percent windows need several)",
+            ),
+        ] = None,
+        quota_interval_s: Annotated[
+            float,
+            typer.Option(help="Length of each scheduled quota interval, seconds"),
+        ] = 120.0,
         as_json: Annotated[bool, typer.Option("--json", help="Print the schedule as JSON")] = False,
     ) -> None:
         """Print the Williams-square schedule of an evidence eval (dry run)."""
@@ -84,6 +119,7 @@ def register(app: typer.Typer) -> None:
             repetitions,
             seed,
             run_id or generate_run_id(),
+            quota_intervals=quota_interval_plan(quota_interval_episodes, quota_interval_s),
         )
         if as_json:
             emit_json(schedule.to_json())

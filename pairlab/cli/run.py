@@ -9,12 +9,14 @@ from __future__ import annotations
 import os
 import sys
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated, Any, TypeVar
 
 import typer
 
 from pairlab.cli.output import emit_json
 from pairlab.core.errors import EnvironmentUnavailable, ReasonCode
+
+P = TypeVar("P")
 
 
 def _quiet_prefect() -> None:
@@ -94,6 +96,22 @@ def _print_result(result: dict[str, Any], as_json: bool) -> None:
     typer.echo(f"store:  {result['store']}")
 
 
+def _params(factory: type[P], /, **values: Any) -> P:
+    """Flow parameters from options; a refused combination is invalid input (exit 2)."""
+    from pydantic import ValidationError
+
+    from pairlab.core.errors import InvalidInputError
+
+    try:
+        return factory(**values)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        where = ".".join(str(p) for p in first["loc"]) or "parameters"
+        raise InvalidInputError(
+            f"{where}: {first['msg']}", reason=ReasonCode.INVALID_INPUT
+        ) from exc
+
+
 def _assertion(value: str) -> bool | None:
     """``unknown|no|yes`` -> None/False/True; anything else is invalid input (exit 2)."""
     from pairlab.core.errors import InvalidInputError
@@ -142,12 +160,23 @@ def register(app: typer.Typer) -> None:
                 "unknown (default: quota consumption stays null), no, yes",
             ),
         ] = "unknown",
+        quota_interval_episodes: Annotated[
+            int | None,
+            typer.Option(
+                help="Quota-aware schedule: each arm runs this many episodes back to back in "
+                "one scheduled quota interval (see `pairlab plan`)"
+            ),
+        ] = None,
+        quota_interval_s: Annotated[
+            float, typer.Option(help="Length of each scheduled quota interval, seconds")
+        ] = 120.0,
         as_json: Annotated[bool, typer.Option("--json", help="Print a JSON summary")] = False,
     ) -> None:
         """Run the evidence-eval flow on the embedded defaults (no server needed)."""
         from flows.params import EvidenceEvalParams
 
-        params = EvidenceEvalParams(
+        params = _params(
+            EvidenceEvalParams,
             suite=suite,
             profile=profile,
             repetitions=repetitions,
@@ -165,6 +194,8 @@ def register(app: typer.Typer) -> None:
             on_secret=on_secret,
             work_dir=work_dir,
             unrelated_concurrent_use=_assertion(concurrent_use),
+            quota_interval_episodes=quota_interval_episodes,
+            quota_interval_s=quota_interval_s,
         )
         result = _run_eval(params, show_progress=not as_json and sys.stderr.isatty())
         _print_result(result, as_json)

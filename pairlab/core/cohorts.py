@@ -63,7 +63,12 @@ from pairlab.core.cohort_report import (
     render_cohort_table,
 )
 from pairlab.core.errors import InvalidInputError, ReasonCode
-from pairlab.core.quota_consumption import QUOTA_METRICS, QUOTA_REASON_COLUMNS, record_columns
+from pairlab.core.quota_consumption import (
+    QUOTA_METRICS,
+    QUOTA_PRECISION_COLUMNS,
+    QUOTA_REASON_COLUMNS,
+    record_columns,
+)
 from pairlab.core.schemas.episode import ARMS, EpisodeRecord
 from pairlab.core.stats.bootstrap import Method, bootstrap_mean_intervals
 from pairlab.core.stats.seeds import make_rng
@@ -115,6 +120,7 @@ FRAME_SCHEMA: Final[dict[str, pl.DataType]] = {
     # windows, null with a reason column when unusable; not (yet) analysed metrics.
     **{name: pl.Float64() for name in QUOTA_METRICS},
     **{name: pl.String() for name in QUOTA_REASON_COLUMNS},
+    **{name: pl.Float64() for name in QUOTA_PRECISION_COLUMNS},
 }
 
 

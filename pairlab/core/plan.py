@@ -7,6 +7,14 @@ odd n, the square and its mirror, 2n rows). The rows of each block are put in a
 seeded random order. A repetition count that is not a multiple of the block size
 uses the first rows of the next shuffled block.
 
+Quota-aware evidence plans (issue 16): the repetitions of a task are grouped into
+blocks of ``k`` (``QuotaIntervalPlan.episodes_per_interval``); a block takes one
+Williams row, and each arm of the row runs its ``k`` episodes back to back in one
+scheduled quota interval of ``interval_s`` seconds, the arms' intervals one after
+another (arm-major order; :mod:`pairlab.core.quota_intervals`). Pairs stay
+``(task, repetition)`` for the token metrics; the intervals of a block form a
+quota pair.
+
 Canary trials: baseline/candidate alternate AB/BA from a seeded start, separately
 within each pre-declared stratum; strata are never mixed in one pair.
 
@@ -48,6 +56,14 @@ class PlannedEpisode(CamelModel):
     quota_interval: str | None = None  # quota-aware evidence plans only
 
 
+class QuotaIntervalPlan(CamelModel):
+    """Each arm's ``episodes_per_interval`` episodes of a block run in one scheduled
+    quota interval of ``interval_s`` seconds (which must exceed their run time)."""
+
+    episodes_per_interval: int = Field(ge=1, le=200)
+    interval_s: float = Field(gt=0, le=86_400)
+
+
 class Schedule(CamelModel):
     design: Literal["williams", "canary"]
     run_id: str
@@ -56,6 +72,7 @@ class Schedule(CamelModel):
     repetitions: int = Field(ge=1)
     strata: list[str] | None = None
     entries: list[PlannedEpisode]
+    quota_intervals: QuotaIntervalPlan | None = None
 
     def pairs(self) -> list[list[PlannedEpisode]]:
         """Each pair's episodes in planned order, pairs in schedule order."""
@@ -64,22 +81,46 @@ class Schedule(CamelModel):
             grouped.setdefault(entry.pair_id, []).append(entry)
         return [sorted(group, key=lambda e: e.order) for group in grouped.values()]
 
+    def intervals(self) -> list[list[PlannedEpisode]]:
+        """Quota-aware plans: each scheduled interval's episodes in run order."""
+        grouped: dict[str, list[PlannedEpisode]] = {}
+        for entry in self.entries:
+            if entry.quota_interval is not None:
+                grouped.setdefault(entry.quota_interval, []).append(entry)
+        return list(grouped.values())
+
+    def units(self) -> list[list[PlannedEpisode]]:
+        """What runs one after another as a unit, in schedule order: a pair; with quota
+        intervals, a block (every arm's interval of one task, arm-major)."""
+        if self.quota_intervals is None:
+            return self.pairs()
+        grouped: dict[str, list[PlannedEpisode]] = {}
+        for entry in self.entries:
+            assert entry.quota_interval is not None
+            grouped.setdefault(entry.quota_interval.rsplit(":", 1)[0], []).append(entry)
+        return list(grouped.values())
+
     def to_json(self) -> dict[str, object]:
         """The ``pairlab plan --json`` shape."""
         keys: tuple[str, ...] = ("taskId", "repetition", "order", "arm", "pairId", "episodeId")
         if self.design == "canary":
             keys = (*keys, "stratum")
+        if self.quota_intervals is not None:
+            keys = (*keys, "quotaInterval")
         episodes = []
         for entry in self.entries:
             wire = entry.model_dump(by_alias=True)
             episodes.append({k: wire[k] for k in keys})
-        return {
+        out: dict[str, object] = {
             "runId": self.run_id,
             "seed": self.seed,
             "repetitions": self.repetitions,
             "arms": list(self.arms),
             "episodes": episodes,
         }
+        if self.quota_intervals is not None:
+            out["quotaIntervals"] = self.quota_intervals.model_dump(by_alias=True)
+        return out
 
 
 def williams_rows(n: int) -> list[list[int]]:
@@ -151,36 +192,44 @@ def plan_schedule(
     repetitions: int,
     seed: int,
     run_id: str,
+    quota_intervals: QuotaIntervalPlan | None = None,
 ) -> Schedule:
-    """Evidence-eval schedule: one pair per (task, repetition), Williams-ordered arms."""
+    """Evidence-eval schedule: one pair per (task, repetition), Williams-ordered arms;
+    with ``quota_intervals``, one Williams row per block of repetitions, arm-major."""
     _check_common(task_ids, repetitions, run_id)
     _check_parts("arms", "arm", arms)
+    per_row = quota_intervals.episodes_per_interval if quota_intervals else 1
+    rows_needed = -(-repetitions // per_row)  # a row per repetition, or per block
     rows = williams_rows(len(arms))
     orders: dict[str, list[list[int]]] = {}
     for task_id in task_ids:
         rng = derive_rng("pairlab-williams-v1", seed, task_id)
         sequence: list[list[int]] = []
-        while len(sequence) < repetitions:
+        while len(sequence) < rows_needed:
             block = [list(row) for row in rows]
             rng.shuffle(block)
             sequence.extend(block)
-        orders[task_id] = sequence[:repetitions]
+        orders[task_id] = sequence[:rows_needed]
     entries = []
-    for repetition in range(repetitions):  # repetition-major: drift spreads over every task
+    for index in range(rows_needed):  # repetition(block)-major: drift spreads over every task
         for task_id in task_ids:
-            pair_id = make_pair_id(run_id, task_id, repetition)
-            for position, arm_index in enumerate(orders[task_id][repetition]):
+            reps = range(index * per_row, min((index + 1) * per_row, repetitions))
+            for position, arm_index in enumerate(orders[task_id][index]):
                 arm = arms[arm_index]
-                entries.append(
-                    PlannedEpisode(
-                        task_id=task_id,
-                        repetition=repetition,
-                        order=position,
-                        arm=arm,
-                        pair_id=pair_id,
-                        episode_id=make_episode_id(pair_id, arm),
+                interval = f"{run_id}:{task_id}:q{index}:{arm}" if quota_intervals else None
+                for repetition in reps:
+                    pair_id = make_pair_id(run_id, task_id, repetition)
+                    entries.append(
+                        PlannedEpisode(
+                            task_id=task_id,
+                            repetition=repetition,
+                            order=position,
+                            arm=arm,
+                            pair_id=pair_id,
+                            episode_id=make_episode_id(pair_id, arm),
+                            quota_interval=interval,
+                        )
                     )
-                )
     return Schedule(
         design="williams",
         run_id=run_id,
@@ -188,6 +237,7 @@ def plan_schedule(
         arms=list(arms),
         repetitions=repetitions,
         entries=entries,
+        quota_intervals=quota_intervals,
     )
 
 

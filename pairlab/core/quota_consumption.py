@@ -157,32 +157,45 @@ def record_consumption(record: EpisodeRecord) -> list[QuotaConsumption]:
     )
 
 
-# The account-wide windows exposed as flat metric columns (frame and episodes.parquet).
-# Scoped windows (provider "claude:opus", ...) and other lengths stay in the nested list.
+# The account-wide windows exposed as flat columns (frame and episodes.parquet): the
+# consumption (a nullable metric), why it is null, and its precision (the smallest
+# change the window can show). Scoped windows (provider "claude:opus", ...) and other
+# lengths stay in the nested list.
 ACCOUNT_WINDOW_COLUMNS: Final = {
-    "five-hour": ("quotaFiveHourConsumptionPct", "quotaFiveHourNullReason"),
-    "seven-day": ("quotaSevenDayConsumptionPct", "quotaSevenDayNullReason"),
+    "five-hour": (
+        "quotaFiveHourConsumptionPct",
+        "quotaFiveHourNullReason",
+        "quotaFiveHourPrecisionPct",
+    ),
+    "seven-day": (
+        "quotaSevenDayConsumptionPct",
+        "quotaSevenDayNullReason",
+        "quotaSevenDayPrecisionPct",
+    ),
 }
-QUOTA_METRICS: Final = tuple(value for value, _ in ACCOUNT_WINDOW_COLUMNS.values())
-QUOTA_REASON_COLUMNS: Final = tuple(reason for _, reason in ACCOUNT_WINDOW_COLUMNS.values())
+QUOTA_METRICS: Final = tuple(names[0] for names in ACCOUNT_WINDOW_COLUMNS.values())
+QUOTA_REASON_COLUMNS: Final = tuple(names[1] for names in ACCOUNT_WINDOW_COLUMNS.values())
+QUOTA_PRECISION_COLUMNS: Final = tuple(names[2] for names in ACCOUNT_WINDOW_COLUMNS.values())
 
 
 def account_window_columns(
     consumption: Iterable[QuotaConsumption], observed: bool
 ) -> dict[str, float | str | None]:
     """Flat columns for the account-wide (unscoped) provider's five-hour and seven-day
-    windows: the value, or null and a reason. ``observed``: the episode has snapshots."""
+    windows: the value or null and a reason, and the precision. ``observed``: the
+    interval has snapshots (else a missing window is missing telemetry)."""
     by_window: dict[str, list[QuotaConsumption]] = {}
     for entry in consumption:
         if ":" not in entry.provider:
             by_window.setdefault(entry.window, []).append(entry)
     out: dict[str, float | str | None] = {}
-    for window, (value_col, reason_col) in ACCOUNT_WINDOW_COLUMNS.items():
+    for window, (value_col, reason_col, precision_col) in ACCOUNT_WINDOW_COLUMNS.items():
         found = by_window.get(window, [])
         if len(found) == 1:
             out[value_col], out[reason_col] = found[0].consumption_percent, found[0].reason
+            out[precision_col] = found[0].precision_percent
             continue
-        out[value_col] = None
+        out[value_col] = out[precision_col] = None
         out[reason_col] = str(
             NullReason.AMBIGUOUS_QUOTA_WINDOW
             if found
@@ -202,6 +215,7 @@ def record_columns(record: EpisodeRecord) -> dict[str, float | str | None]:
 __all__ = [
     "ACCOUNT_WINDOW_COLUMNS",
     "QUOTA_METRICS",
+    "QUOTA_PRECISION_COLUMNS",
     "QUOTA_REASON_COLUMNS",
     "UNKNOWN_CONCURRENT_USE",
     "ConcurrentUse",

@@ -204,8 +204,10 @@ def test_flat_columns_take_the_account_wide_windows_only() -> None:
     assert cols == {
         "quotaFiveHourConsumptionPct": 1.0,
         "quotaFiveHourNullReason": None,
+        "quotaFiveHourPrecisionPct": 1.0,
         "quotaSevenDayConsumptionPct": None,
         "quotaSevenDayNullReason": "quota-reset-crossing",
+        "quotaSevenDayPrecisionPct": 1.0,
     }
     assert set(QUOTA_METRICS) <= set(cols)
     none = account_window_columns([], observed=False)

@@ -100,6 +100,9 @@ def test_bad_quota_configuration_is_refused(tmp_path: Path) -> None:
         {"quota": {"mid_episode_reset": {"p": 1, "windows": ["weekly"]}}},
         {"quota": {"report_precision": "no"}},
         {"full": {"quota_factor": -1}},
+        # an arm beside other settings would be silently ignored: refused instead
+        {"full": {"quota_factor": 0.5}, "quota": {"five_hour_budget_tokens": 1000}},
+        {"quotas": {}},
     ):
         proc = run_sim(lay, "claude", PAIRLAB_SIM_EFFECTS=json.dumps(bad))
         assert proc.returncode == 2, (bad, proc.stderr)

@@ -78,6 +78,16 @@ def _as_override(data: object, where: str) -> dict[str, Any]:
     arms = set(DEFAULT_CONFIG["arms"])
     if data and all(k in arms for k in data):
         return {"arms": data}
+    misplaced = sorted(k for k in data if k in arms)
+    if misplaced:
+        raise ConfigError(
+            f'{where}: arm settings {misplaced} go under "arms" when other settings are given'
+        )
+    unknown = sorted(k for k in data if k not in DEFAULT_CONFIG)
+    if unknown:
+        raise ConfigError(
+            f"{where}: unknown settings {unknown} (known: {', '.join(DEFAULT_CONFIG)})"
+        )
     return data
 
 
