@@ -75,9 +75,8 @@ def test_whole_percent_deltas_are_flagged_below_precision() -> None:
 
 
 def test_episodes_frame_feeds_it_directly() -> None:
-    from tests.unit.test_quota_consumption import _eval_record
-
     from pairlab.core.cohorts import episodes_frame
+    from tests.unit.test_quota_consumption import _eval_record
 
     frame = episodes_frame(
         [_eval_record("baseline", 5, 9, False), _eval_record("full", 5, 6, None)]
