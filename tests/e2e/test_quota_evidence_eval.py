@@ -254,6 +254,35 @@ def test_quota_aware_schedule_measures_each_arm_over_equal_intervals(
     # the per-episode records are still measured (whole-percent deltas) and never 0-for-null
     _check_frames_keep_nulls(work, run_id, records)
 
+    # Resume after a crash inside the last interval: its first episode was recorded, the
+    # interval was not. The rerun runs only the rest, inside a new interval that holds
+    # less work than its peers: null (quota-interval-mismatch), never a smaller number.
+    last = intervals[-1]
+    run_path = work / "runs" / run_id
+    (run_path / "quota-intervals" / f"{last.interval_id}.json").unlink()
+    redo = last.episode_ids[1]
+    (dirs[redo] / "record.json").unlink()
+    kept = {i.interval_id: i for i in intervals[:-1]}
+    _run(
+        tmp_path,
+        run_id,
+        open_account=False,
+        task_filter=["fix-median"],
+        repetitions=4,
+        arms=["baseline", "full"],
+        backend="local",
+        quota_interval_episodes=2,
+        quota_interval_s=interval_s,
+    )
+    again = {i.interval_id: i for i in read_intervals_jsonl(run_path)}
+    assert {k: again[k] for k in kept} == kept  # measured intervals are not re-run
+    resumed = again[last.interval_id]
+    assert resumed.ran_episode_ids == [redo] and resumed.complete is False
+    assert {
+        c.window: (c.consumption_percent, c.reason) for c in resumed.quota_consumption or []
+    } == {w: (None, "quota-interval-mismatch") for w in WINDOWS}
+    assert len(checks.load_records(work, run_id)) == len(records)  # no duplicate episode
+
 
 def _block_order(schedule: dict[str, Any], block: int) -> list[str]:
     seen: list[str] = []
