@@ -3,6 +3,8 @@
 camelCase on the wire, as in the seed; ``None`` (JSON ``null``) means *not
 observed* and is never turned into 0. Records from other producers may carry only
 the seed's fields: everything beyond the identity fields is optional on read.
+The subscription quota fields (``quotaConsumption``, ``unrelatedConcurrentQuotaUse``,
+``concurrentUseBasis``, ``quotaIntervalId``) are documented in docs/episode-record.md.
 """
 
 from __future__ import annotations
