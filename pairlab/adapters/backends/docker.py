@@ -153,7 +153,10 @@ def cleanup_orphans(client: Any, active_run_ids: Set[str] = frozenset()) -> dict
 
     containers = _call(
         "list containers",
-        lambda: client.containers.list(all=True, filters={"label": f"{LABEL_MANAGED}=true"}),
+        # ignore_removed: another process's container may be removed between list and inspect
+        lambda: client.containers.list(
+            all=True, filters={"label": f"{LABEL_MANAGED}=true"}, ignore_removed=True
+        ),
     )
     for container in containers:
         if orphan(container.labels):
