@@ -74,10 +74,12 @@ def run_interval(
         p.episode_id in done for p in interval
     ):
         return [done[p.episode_id] for p in interval]
+    # Scheduled on the wall clock: a source's observed_at may be older than the look
+    # (a rollout line's time), which would end the interval before it began.
+    started_at = datetime.now(UTC)
+    deadline = started_at.timestamp() + params.quota_interval_s
     start_mark = concurrency_mark(profile, account_dir)
     start = snapshot_quota(profile, account_dir)
-    started_at = min((o.observed_at for o in start), default=datetime.now(UTC))
-    deadline = started_at.timestamp() + params.quota_interval_s
     records, ran = [], []
     for planned in interval:
         if planned.episode_id in done:
@@ -88,6 +90,7 @@ def run_interval(
     overrun = time.time() > deadline
     time.sleep(max(0.0, deadline - time.time()))
     end = snapshot_quota(profile, account_dir)
+    ended_at = datetime.now(UTC)
     end_mark = concurrency_mark(profile, account_dir)
     concurrent = assess_concurrent_use(
         profile,
@@ -106,7 +109,7 @@ def run_interval(
         ran_episode_ids=ran,
         scheduled_s=params.quota_interval_s,
         started_at=started_at,
-        ended_at=max((o.observed_at for o in end), default=datetime.now(UTC)),
+        ended_at=ended_at,
         overrun=overrun,
         quota_start=start,
         quota_end=end,
