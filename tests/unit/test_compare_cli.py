@@ -65,7 +65,7 @@ def test_explain_says_which_rule_decided_each_pair() -> None:
     assert first.startswith("wu-001:cold-start: rejected")
     assert "decided by: a regression in latency" in first
     assert "90000 ms against 84000 ms (critical-path-regression)" in first
-    assert "not compared: the pair is not like for like" in first
+    assert "not compared: the pair is structurally invalid or not like for like" in first
     assert second.startswith("wu-002:warm-start: supported-candidate")
 
 

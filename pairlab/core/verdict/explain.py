@@ -44,7 +44,8 @@ def _because(findings: tuple[Finding, ...]) -> str:
 def _line(name: str, assessment: Assessment | None, *, note: str = "") -> str:
     if assessment is None:
         return (
-            f"    {name:<13} {'inconclusive':<19} not compared: the pair is not like for like{note}"
+            f"    {name:<13} {'inconclusive':<19} not compared: the pair is structurally "
+            f"invalid or not like for like (incomparable-pair){note}"
         )
     what = _because(assessment.findings) if assessment.findings else assessment.checked
     return f"    {name:<13} {assessment.verdict:<19} {what}{note}"

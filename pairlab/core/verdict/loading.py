@@ -97,7 +97,7 @@ def load_artifact(data: bytes) -> LoadResult:
     except ValidationError as exc:
         return _malformed(
             *(
-                Problem(".".join(str(p) for p in err["loc"]) or "<document>", err["msg"])
+                Problem((".".join(str(p) for p in err["loc"]) or "<document>")[:200], err["msg"])
                 for err in exc.errors(include_url=False, include_input=False)
             )
         )

@@ -78,8 +78,5 @@ class Findings:
     def add(self, reason: VerdictReason, detail: str) -> None:
         self.items.append(Finding(reason, detail))
 
-    def __bool__(self) -> bool:
-        return bool(self.items)
-
     def assessment(self, verdict: Verdict, checked: str = "") -> Assessment:
         return Assessment(verdict, tuple(self.items), checked)
