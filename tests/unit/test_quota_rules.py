@@ -11,13 +11,16 @@ from __future__ import annotations
 
 import copy
 import json
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from pairlab.core.canary.quota import snapshot_interval
+from pairlab.core.schemas.quota import QuotaObservation as Snapshot
 from pairlab.core.verdict import judge_artifact_bytes, judge_intervals, judge_subscription
-from pairlab.core.verdict.artifact import QuotaObservation
+from pairlab.core.verdict.artifact import Provider, QuotaObservation
 from pairlab.core.verdict.quota import IntervalOutcome, compare_interval, shared_intervals
 
 GOLDEN = Path(__file__).resolve().parents[1] / "fixtures" / "compare"
@@ -105,6 +108,28 @@ def test_two_runs_missing_telemetry_or_windows() -> None:
     assert judge_subscription([obs(), obs("seven-day")], [obs()]).reasons == {
         "missing-quota-window"
     }
+
+
+def test_intervals_from_pairlab_snapshots() -> None:
+    """A caller holding pairlab's before/after snapshots (an evidence-eval episode pair)."""
+
+    def snap(at: int, used: float) -> Snapshot:
+        return Snapshot(
+            provider="sim",
+            window="five-hour",
+            used_percent=used,
+            precision_percent=1.0,
+            resets_at=datetime.fromtimestamp(50_000, UTC),
+            reset_id="five-hour-1",
+            observed_at=datetime.fromtimestamp(at, UTC),
+            source="sim:quota.json",
+        )
+
+    base = snapshot_interval(Provider.CLAUDE, snap(1_000, 10.0), snap(1_060, 17.0), False)
+    cand = snapshot_interval(Provider.CLAUDE, snap(2_000, 17.0), snap(2_060, 20.0), False)
+    assert base is not None and cand is not None
+    assert judge_intervals([(base, cand)]).verdict == "supported-candidate"
+    assert snapshot_interval(Provider.CLAUDE, snap(1_000, 10.0), snap(1_000, 11.0), False) is None
 
 
 def test_the_engine_judges_subscription_with_the_same_function() -> None:
