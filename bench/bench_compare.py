@@ -1,6 +1,6 @@
-"""Speed of the offline verdict (``pairlab compare``'s engine).
+"""Speed of the offline verdict (``pairlab compare``'s engine) on loom artifacts.
 
-* judging the largest artifact the schema admits in pairs (1,000 pairs, both arms
+* judging the largest artifact loom's schema admits in pairs (1,024 pairs, both arms
   with two providers, token vectors and quota intervals), best of 3;
 * refusing a sparse file one byte over 16 MiB (size check before any read).
 """

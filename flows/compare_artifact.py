@@ -1,8 +1,9 @@
-"""The compare-artifact flow: judge a version-1 comparison artifact offline (DESIGN 9).
+"""The compare-artifact flow: judge a loom version-1 comparison artifact offline (DESIGN 9).
 
 The same engine as ``pairlab compare`` (pairlab.core.verdict): the file's size is
-checked before it is read, the verdict JSON is returned and shown as a markdown
-artifact. The flow reads one file and changes nothing anywhere.
+checked before it is read; the flow returns the ``--json`` report (loom's shape)
+and shows the ``--explain`` text as a markdown artifact. It reads one file and
+changes nothing anywhere.
 """
 
 from __future__ import annotations
@@ -15,33 +16,32 @@ from prefect.artifacts import create_markdown_artifact
 from prefect.cache_policies import NO_CACHE
 
 from flows.params import CompareArtifactParams
-from pairlab.core.verdict import judge_file, render_text
+from pairlab.core.verdict import judge_file, render_explanation
 
 
 @task(name="judge-artifact", cache_policy=NO_CACHE, persist_result=False)
 def judge_artifact_file(path: str) -> dict[str, Any]:
     report = judge_file(Path(path))
-    verdict = report.to_json()
     create_markdown_artifact(
         key="compare-artifact-verdict",
         markdown=(
-            f"# Verdict: {verdict['verdict']} (exit {verdict['exit_code']})\n\n"
-            f"Artifact `{Path(path).name}`\n\n```\n{render_text(report)}\n```\n"
+            f"# Verdict: {report.verdict} (exit {report.exit_code})\n\n"
+            f"Artifact `{Path(path).name}`\n\n```\n{render_explanation(report)}\n```\n"
         ),
         description="pairlab compare verdict",
     )
-    return verdict
+    return report.to_json()
 
 
 @flow(name="compare-artifact", validate_parameters=True, log_prints=False)
 def compare_artifact(params: CompareArtifactParams) -> dict[str, Any]:
-    """Judge the artifact at ``params.artifact_path``; returns the `pairlab compare --json` shape."""
+    """Judge the artifact at ``params.artifact_path``; returns the `pairlab compare --json` report."""
     return judge_artifact_file(params.artifact_path)
 
 
 def deployment() -> Any:
     return compare_artifact.to_deployment(
         name="compare-artifact",
-        description="Judge a version-1 comparison artifact (offline; changes nothing).",
+        description="Judge a loom version-1 comparison artifact (offline; changes nothing).",
         tags=["pairlab", "canary"],
     )

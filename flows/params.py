@@ -179,11 +179,14 @@ class CanaryTrialParams(BaseModel):
         ge=1,
         description="Budget estimate shown before approval (billed tokens per episode)",
     )
-    quota_interval_s: float = Field(
-        4.0,
-        gt=0,
+    quota_interval_s: int = Field(
+        4,
+        ge=1,
         le=3600,
-        description="Scheduled quota interval per run (must exceed run + grading)",
+        description=(
+            "Scheduled quota interval per run, whole seconds (must exceed run + grading; "
+            "quota observations are timed in epoch seconds)"
+        ),
     )
     unrelated_concurrent_use: bool | None = Field(
         None,
@@ -207,7 +210,7 @@ class CanaryTrialParams(BaseModel):
 
 
 class CompareArtifactParams(BaseModel):
-    """Judge a version-1 comparison artifact offline (never changes anything)."""
+    """Judge a loom version-1 comparison artifact offline (never changes anything)."""
 
     model_config = ConfigDict(extra="forbid")
 

@@ -7,8 +7,12 @@ when the service is absent -- except when ``PAIRLAB_REQUIRE_SERVICES=1`` (set by
 
 from __future__ import annotations
 
+import importlib.util
 import os
+import subprocess
+import sys
 from pathlib import Path
+from types import ModuleType
 
 import pytest
 
@@ -24,6 +28,35 @@ CHROMIUM_ARGS = [
     "--disable-component-update",
     "--no-first-run",
 ]
+
+
+COMPARE_FIXTURES = REPO_ROOT / "tests" / "fixtures" / "compare"
+
+
+def pairlab_argv(*args: str) -> list[str]:
+    """argv running the installed ``pairlab`` console script (else the module) with args."""
+    script = Path(sys.executable).parent / "pairlab"
+    if script.exists():
+        return [str(script), *args]
+    return [sys.executable, "-c", "from pairlab.cli import main; main()", *args]
+
+
+def run_pairlab(*args: str) -> subprocess.CompletedProcess[str]:
+    """The real CLI in a subprocess (its own exit code); never a traceback."""
+    proc = subprocess.run(
+        pairlab_argv(*args), capture_output=True, text=True, check=False, timeout=120
+    )
+    assert "Traceback" not in proc.stdout + proc.stderr
+    return proc
+
+
+def compare_cases() -> ModuleType:
+    """tests/fixtures/compare/generate.py: the golden loom artifacts and their builders."""
+    spec = importlib.util.spec_from_file_location("compare_cases", COMPARE_FIXTURES / "generate.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
 
 
 def cli_exit(args: list[str]) -> int:

@@ -14,7 +14,10 @@ from typing import Any
 
 import pytest
 
+from pairlab.core.canary import to_identifier
 from pairlab.core.verdict import judge_file
+from pairlab.core.verdict.loading import load_artifact
+from pairlab.core.verdict.structure import artifact_findings, duplicate_run_ids, pair_findings
 from tests.canary_trial_support import (
     flow_run_of,
     resume,
@@ -70,7 +73,13 @@ def test_approved_trial_runs_interleaved_and_is_judged(prefect_server: Any, tmp_
     assert approval["approver"] == "ops-alice" and approval["budget_acknowledged"] is True
     artifact = json.loads((trials / "artifact.json").read_text())
     assert artifact["schema_version"] == 1 and len(artifact["pairs"]) == 8
-    assert {p["stratum"] for p in artifact["pairs"]} == {"cold", "warm"}
+    # loom's pairs have no stratum: it is part of the opaque work-unit id <task>:<stratum>:r<n>
+    assert {p["work_unit_id"].split(":")[1] for p in artifact["pairs"]} == {"cold", "warm"}
+    # the artifact is loom's, structurally valid as written by the real flow
+    decoded = load_artifact((trials / "artifact.json").read_bytes()).artifact
+    assert decoded is not None and artifact_findings(decoded) == ()
+    duplicates = duplicate_run_ids(decoded)
+    assert all(pair_findings(decoded, pair, duplicates) == () for pair in decoded.pairs)
     # AB/BA interleaving: within each stratum and task the first arm alternates
     planned = manifest["planned"]
     firsts = [(p["stratum"], p["task_id"], p["arm"]) for p in planned if p["order"] == 0]
@@ -78,18 +87,28 @@ def test_approved_trial_runs_interleaved_and_is_judged(prefect_server: Any, tmp_
         for task in ("fix-median", "config-production-cache"):
             arms = [a for s, t, a in firsts if s == stratum and t == task]
             assert arms[0] != arms[1]
-    # equal scheduled intervals: every measured interval lasts quota_interval_s (within tolerance)
+    # equal scheduled intervals: whole epoch seconds, quota_interval_s long unless overrun
+    overran = {to_identifier(e) for e in result["interval_overruns"]}
     for pair in artifact["pairs"]:
         for run_ in (pair["baseline"], pair["candidate"]):
-            assert {q["window"] for q in run_["quota_intervals"]} == {"five-hour", "seven-day"}
-            assert run_["latency"]["critical_path_ms"] is not None
-            assert run_["latency"]["notification_ms"] is not None
+            windows = {q["window"]: q for q in run_["quota_observations"]}
+            assert set(windows) == {"five-hour", "seven-day"}
+            if run_["run_id"] not in overran:
+                assert {
+                    q["observed_end_at"] - q["observed_start_at"] for q in windows.values()
+                } == {4}
+            assert run_["critical_path_ms"] is not None
+            assert run_["notification_latency_ms"] is not None
+            assert run_["accounting_complete"] and run_["accounting_provenance"] == "measured"
+            assert set(run_["provider_tokens"]) == {"claude"}
+    # written, re-read and judged identically
     verdict = json.loads((trials / "verdict.json").read_text())
     assert verdict == judge_file(trials / "artifact.json").to_json()
     assert result["verdict"] == verdict["verdict"]
+    assert (trials / "verdict.txt").read_text().startswith(f"overall: {verdict['verdict']}")
     # a genuinely cheaper candidate on a private account: the subscription verdict is supported
     # unless an interval overran (then honestly inconclusive)
-    if not result["interval_overruns"]:
+    if not overran:
         assert verdict["subscription_verdict"] == "supported-candidate", verdict
     else:  # never supported on an interval that overran
         assert verdict["subscription_verdict"] != "supported-candidate", verdict

@@ -1,55 +1,76 @@
-"""The version-1 comparison artifact (seed token-optimization-evaluation.txt, DESIGN 9).
+"""loom's version-1 comparison artifact, field for field (LOOM-ARTIFACT.md §1).
 
-Strict pydantic models: unknown fields are rejected at every level (which keeps
-prompts, output, paths, secrets, prices and account identity out), identifiers
-are 1–160 bytes of ``[A-Za-z0-9._:-]`` (no path separators), lists and numbers
-are bounded. Nullable fields may be omitted and mean "not measured"; a missing
-measurement is never zero. docs/compare-artifact.md documents every field.
+These models are the *decoding* step, as loom's serde types are: every object
+rejects unknown keys and duplicate keys, integers reject floats, booleans and
+negatives (``u16``/``u32``/``u64``/``i64`` bounds), numbers are finite, enums
+take exactly loom's kebab-case values, and a missing or ``null`` optional field
+means "unknown" (never zero). Anything that fails here is ``malformed-input``.
 
-Custom pydantic error types (``invalid_identifier``, ``invalid_intervention_manifest``,
-``invalid_quota_observation``) let :mod:`pairlab.core.verdict.loading` map a
-validation failure to its reason code.
+Identifiers, list bounds, token-vector relations and quota-observation bounds
+are *not* decoding rules in loom: they are structural checks with their own
+reason codes, made per pair by :mod:`pairlab.core.verdict.structure`, so that
+one bad pair never hides the others. docs/compare-artifact.md documents it all.
 """
 
 from __future__ import annotations
 
-import re
-from datetime import timedelta
 from enum import StrEnum
-from typing import Annotated, Final, Literal
+from typing import Annotated, Any, Final
 
-from pydantic import AfterValidator, AwareDatetime, Field, model_validator
-from pydantic_core import PydanticCustomError
+from pydantic import AfterValidator, Field, model_validator
 
 from pairlab.core.schemas.base import StrictModel
-from pairlab.core.schemas.quota import Continuity, Window
+from pairlab.core.schemas.quota import Continuity
 
 MAX_ARTIFACT_BYTES: Final = 16 * 1024 * 1024  # larger files are refused before parsing
-MAX_PAIRS: Final = 1_000
-MAX_EVIDENCE_ITEMS: Final = 256  # fixtures, checks, reviews, findings, omissions per run
-MAX_ASSIGNMENTS: Final = 8
-MAX_TOKEN_VECTORS: Final = 8
-MAX_QUOTA_INTERVALS: Final = 32
-MAX_TOKENS: Final = 10**15
-MAX_COUNT: Final = 1_000_000
-MAX_LATENCY_MS: Final = 1e12
-
-_IDENTIFIER = re.compile(r"[A-Za-z0-9._:-]{1,160}")
+SCHEMA_VERSION: Final = 1
+MAX_PAIRS: Final = 1_024
+MAX_EVIDENCE_ITEMS: Final = 256  # assignments, checks, reviews, findings, omissions, quota
+MAX_RETRIES_OR_FIXES: Final = 10_000
+MAX_IDENTIFIER_BYTES: Final = 160
+_IDENTIFIER_PUNCTUATION: Final = frozenset("-_.:")
 
 
-def check_identifier(value: str) -> str:
-    if _IDENTIFIER.fullmatch(value) is None or set(value) == {"."}:
-        raise PydanticCustomError(
-            "invalid_identifier", "identifier must be 1-160 bytes of [A-Za-z0-9._:-]"
-        )
+def is_identifier(value: str) -> bool:
+    """loom's ID rule: 1-160 bytes, each an ASCII letter or digit or one of ``- _ . :``."""
+    return (
+        0 < len(value) <= MAX_IDENTIFIER_BYTES
+        and value.isascii()
+        and all(c.isalnum() or c in _IDENTIFIER_PUNCTUATION for c in value)
+    )
+
+
+class DuplicateKeys(dict[str, Any]):
+    """A decoded JSON object that named one key twice (see ``loading``).
+
+    A struct refuses it (serde's derived structs fail on a repeated field); the
+    ``provider_tokens`` map accepts it with the last value, as a serde map does.
+    """
+
+
+def _utf8(value: str) -> str:
+    value.encode("utf-8")  # a lone surrogate escape is not a string in loom (UnicodeError)
     return value
 
 
-Identifier = Annotated[str, AfterValidator(check_identifier)]
-TokenCount = Annotated[int, Field(ge=0, le=MAX_TOKENS)]
-Count = Annotated[int, Field(ge=0, le=MAX_COUNT)]
-Milliseconds = Annotated[float, Field(ge=0, le=MAX_LATENCY_MS, allow_inf_nan=False)]
-Percent = Annotated[float, Field(ge=0, le=100, allow_inf_nan=False)]
+Text = Annotated[str, AfterValidator(_utf8)]
+U64_MAX: Final = 2**64 - 1
+I64_MAX: Final = 2**63 - 1
+U16 = Annotated[int, Field(ge=0, le=2**16 - 1)]
+U32 = Annotated[int, Field(ge=0, le=2**32 - 1)]
+U64 = Annotated[int, Field(ge=0, le=U64_MAX)]
+I64 = Annotated[int, Field(ge=-I64_MAX - 1, le=I64_MAX)]
+F64 = Annotated[float, Field(allow_inf_nan=False)]
+
+
+class Provider(StrEnum):
+    CLAUDE = "claude"
+    CODEX = "codex"
+
+
+class QuotaWindow(StrEnum):
+    FIVE_HOUR = "five-hour"
+    SEVEN_DAY = "seven-day"
 
 
 class ChangedDimension(StrEnum):
@@ -59,63 +80,13 @@ class ChangedDimension(StrEnum):
     EFFORT_ASSIGNMENT = "effort-assignment"
 
 
-class InterventionManifest(StrictModel):
-    id: Identifier
-    baseline_revision: Identifier
-    candidate_revision: Identifier
-    changed_dimensions: list[ChangedDimension] = Field(min_length=1, max_length=4)
-
-    @model_validator(mode="after")
-    def _consistent(self) -> InterventionManifest:
-        if len(set(self.changed_dimensions)) != len(self.changed_dimensions):
-            raise PydanticCustomError(
-                "invalid_intervention_manifest", "changed_dimensions lists a dimension twice"
-            )
-        declared = ChangedDimension.IMPLEMENTATION_REVISION in self.changed_dimensions
-        if declared != (self.baseline_revision != self.candidate_revision):
-            raise PydanticCustomError(
-                "invalid_intervention_manifest",
-                "implementation-revision must be declared exactly when the revisions differ",
-            )
-        return self
-
-
-class Assignment(StrictModel):
-    provider: Identifier
-    model: Identifier
-    effort: Identifier | None = None
-
-
-class Acceptance(StrictModel):
-    accepted: bool | None = None
-
-
-class SemanticCompletion(StrictModel):
-    passed: bool | None = None
-
-
-class CheckStatus(StrEnum):
+class EvidenceVerdict(StrEnum):
     PASSED = "passed"
     FAILED = "failed"
-    MISSING = "missing"
-
-
-class RequiredCheck(StrictModel):
-    id: Identifier
-    status: CheckStatus
-
-
-ReviewResult = CheckStatus  # a review dimension's result takes the same three values
-
-
-class ReviewDimension(StrictModel):
-    id: Identifier
-    independent: bool
-    result: ReviewResult
+    UNKNOWN = "unknown"
 
 
 class Severity(StrEnum):
-    INFO = "info"
     LOW = "low"
     MEDIUM = "medium"
     HIGH = "high"
@@ -126,150 +97,141 @@ class Severity(StrEnum):
         return list(Severity).index(self)
 
 
-class UnresolvedFinding(StrictModel):
-    id: Identifier
-    severity: Severity
+class AccountingProvenance(StrEnum):
+    MEASURED = "measured"
+    PARTIAL = "partial"
+    UNKNOWN = "unknown"
 
 
-class Latency(StrictModel):
-    critical_path_ms: Milliseconds | None = None
-    notification_ms: Milliseconds | None = None
+# Enum fields take their kebab-case value from decoded JSON (lax: the value, not an instance).
+ProviderValue = Annotated[Provider, Field(strict=False)]
+WindowValue = Annotated[QuotaWindow, Field(strict=False)]
+DimensionValue = Annotated[ChangedDimension, Field(strict=False)]
+VerdictValue = Annotated[EvidenceVerdict, Field(strict=False)]
+SeverityValue = Annotated[Severity, Field(strict=False)]
+ProvenanceValue = Annotated[AccountingProvenance, Field(strict=False)]
+ContinuityValue = Annotated[Continuity, Field(strict=False)]
+# (provider, window) in loom's evaluation order: claude-5h, claude-7d, codex-5h, codex-7d
+QuotaKey = tuple[Provider, QuotaWindow]
 
 
-class Provenance(StrEnum):
-    MEASURED_CANONICAL = "measured-canonical"
-    DUPLICATE_EXACT = "duplicate-exact"
-    AMBIGUOUS_CONFLICT = "ambiguous-conflict"
-    FALLBACK_COVERAGE = "fallback-coverage"
-    SYNTHETIC = "synthetic"
-    UNKNOWN_USAGE = "unknown-usage"
+class ArtifactModel(StrictModel):
+    """A JSON object of the artifact: unknown or repeated keys are malformed."""
+
+    @model_validator(mode="before")
+    @classmethod
+    def _no_repeated_keys(cls, data: Any) -> Any:
+        if isinstance(data, DuplicateKeys):
+            raise ValueError("an object names one key twice")
+        return data
 
 
-class Accounting(StrictModel):
-    provenance: Provenance
+class Intervention(ArtifactModel):
+    intervention_id: Text
+    baseline_revision: Text
+    candidate_revision: Text
+    changed_dimensions: list[DimensionValue]
 
 
-class ClaudeDimensions(StrictModel):
-    """Claude's native normalized dimensions; composites are informational only."""
-
-    fresh_input: TokenCount | None = None
-    cache_read: TokenCount | None = None
-    cache_write_5m: TokenCount | None = None
-    cache_write_1h: TokenCount | None = None
-    output: TokenCount | None = None
-    # composites: carried for audit, never compared or added
-    cache_creation_total: TokenCount | None = None
-    total: TokenCount | None = None
+class Assignment(ArtifactModel):
+    provider: ProviderValue
+    model: Text
+    effort: Text
 
 
-class CodexDimensions(StrictModel):
-    """Codex's native normalized dimensions; composites are informational only."""
-
-    fresh_input: TokenCount | None = None
-    cached_input: TokenCount | None = None
-    output: TokenCount | None = None
-    # composites: carried for audit, never compared or added (reasoning is inside output)
-    input_total: TokenCount | None = None
-    reasoning_output: TokenCount | None = None
-    total: TokenCount | None = None
+class RequiredCheck(ArtifactModel):
+    command_id: Text
+    contract_id: Text
+    verdict: VerdictValue
 
 
-CLAUDE_PROXY_DIMENSIONS: Final = (
-    "fresh_input",
-    "cache_read",
-    "cache_write_5m",
-    "cache_write_1h",
-    "output",
-)
-CODEX_PROXY_DIMENSIONS: Final = ("fresh_input", "cached_input", "output")
+class ReviewedDimension(ArtifactModel):
+    dimension: Text
+    independent: bool
+    verdict: VerdictValue
 
 
-class ClaudeTokenVector(StrictModel):
-    provider: Literal["claude"]
-    dimensions: ClaudeDimensions
+class UnresolvedFinding(ArtifactModel):
+    finding_id: Text
+    severity: SeverityValue
 
 
-class CodexTokenVector(StrictModel):
-    provider: Literal["codex"]
-    dimensions: CodexDimensions
+class TokenVector(ArtifactModel):
+    """loom's ten provider-token dimensions; which ones are compared is tokens.py's rule."""
+
+    input_tokens: U64 | None = None
+    fresh_input_tokens: U64 | None = None
+    cache_creation_input_tokens: U64 | None = None
+    cache_read_input_tokens: U64 | None = None
+    cache_write_5m_input_tokens: U64 | None = None
+    cache_write_1h_input_tokens: U64 | None = None
+    output_tokens: U64 | None = None
+    thinking_output_tokens: U64 | None = None
+    resident_input_tokens: U64 | None = None
+    total_tokens: U64 | None = None
 
 
-TokenVector = Annotated[ClaudeTokenVector | CodexTokenVector, Field(discriminator="provider")]
+class QuotaObservation(ArtifactModel):
+    """One run's interval on one (provider, window): its two endpoints and their context."""
 
-
-def proxy_dimensions(vector: ClaudeTokenVector | CodexTokenVector) -> dict[str, int | None]:
-    """The comparable native dimensions of a vector (composites left out)."""
-    names = CLAUDE_PROXY_DIMENSIONS if vector.provider == "claude" else CODEX_PROXY_DIMENSIONS
-    return {name: getattr(vector.dimensions, name) for name in names}
-
-
-class QuotaPoint(StrictModel):
-    observed_at: AwareDatetime
-    used_percent: Percent | None = None
-    resets_at: AwareDatetime | None = None
-    reset_id: Identifier | None = None
-
-
-class QuotaInterval(StrictModel):
-    provider: Identifier
-    window: Window
-    start: QuotaPoint
-    end: QuotaPoint
-    continuity: Continuity
+    provider: ProviderValue
+    window: WindowValue
+    reset_id: Text
+    resets_at: I64  # epoch seconds
+    observed_start_at: I64
+    observed_end_at: I64
+    used_percent_start: F64
+    used_percent_end: F64
+    precision_percent: F64 | None = None
     unrelated_concurrent_use: bool | None = None
-    precision_percent: Percent | None = None
-
-    @model_validator(mode="after")
-    def _ordered(self) -> QuotaInterval:
-        if self.end.observed_at < self.start.observed_at:
-            raise PydanticCustomError(
-                "invalid_quota_observation", "the interval ends before it starts"
-            )
-        return self
+    continuity: ContinuityValue
 
     @property
-    def duration(self) -> timedelta:
-        return self.end.observed_at - self.start.observed_at
-
-
-class Run(StrictModel):
-    run_id: Identifier
-    workload_id: Identifier
-    fixture_ids: list[Identifier] = Field(min_length=1, max_length=MAX_EVIDENCE_ITEMS)
-    source_input_revision: Identifier
-    source_input_digest: Identifier
-    environment_id: Identifier
-    acceptance_contract_id: Identifier
-    implementation_revision: Identifier
-    assignments: list[Assignment] = Field(max_length=MAX_ASSIGNMENTS)
-    acceptance: Acceptance
-    semantic_completion: SemanticCompletion
-    required_checks: list[RequiredCheck] = Field(max_length=MAX_EVIDENCE_ITEMS)
-    review_dimensions: list[ReviewDimension] = Field(max_length=MAX_EVIDENCE_ITEMS)
-    unresolved_findings: list[UnresolvedFinding] = Field(max_length=MAX_EVIDENCE_ITEMS)
-    omitted_requirements: list[Identifier] = Field(max_length=MAX_EVIDENCE_ITEMS)
-    retry_count: Count | None = None
-    fix_count: Count | None = None
-    latency: Latency
-    accounting: Accounting | None = None
-    token_vectors: list[TokenVector] = Field(max_length=MAX_TOKEN_VECTORS)
-    quota_intervals: list[QuotaInterval] = Field(
-        default_factory=list, max_length=MAX_QUOTA_INTERVALS
-    )
+    def key(self) -> QuotaKey:
+        return (self.provider, self.window)
 
     @property
-    def providers(self) -> frozenset[str]:
+    def duration_s(self) -> int:
+        return int(self.observed_end_at - self.observed_start_at)
+
+
+class Run(ArtifactModel):
+    run_id: Text
+    workload_id: Text
+    fixture_id: Text
+    source_input_revision: Text
+    source_input_digest: Text
+    environment_id: Text
+    acceptance_contract_digest: Text
+    implementation_revision: Text
+    assignments: list[Assignment]
+    accepted: bool | None = None
+    required_checks: list[RequiredCheck]
+    reviewed_dimensions: list[ReviewedDimension]
+    unresolved_findings: list[UnresolvedFinding]
+    omitted_requirements: list[Text]
+    retry_count: U32  # never used in any verdict
+    fix_count: U32  # never used in any verdict
+    semantic_completion: VerdictValue
+    critical_path_ms: U64 | None = None
+    notification_latency_ms: U64 | None = None
+    accounting_complete: bool
+    accounting_provenance: ProvenanceValue
+    provider_tokens: dict[ProviderValue, TokenVector]
+    quota_observations: list[QuotaObservation] | None = None
+
+    @property
+    def assigned_providers(self) -> frozenset[Provider]:
         return frozenset(a.provider for a in self.assignments)
 
 
-class Pair(StrictModel):
-    work_unit_id: Identifier
-    stratum: Identifier | None = None
+class Pair(ArtifactModel):
+    work_unit_id: Text
     baseline: Run
     candidate: Run
 
 
-class Artifact(StrictModel):
-    schema_version: Literal[1]
-    intervention: InterventionManifest
-    pairs: list[Pair] = Field(max_length=MAX_PAIRS)
+class Artifact(ArtifactModel):
+    schema_version: U16
+    intervention: Intervention
+    pairs: list[Pair]

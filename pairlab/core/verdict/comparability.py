@@ -1,47 +1,65 @@
-"""Whether a pair's two runs differ only where the intervention says they may.
+"""Whether a pair's two runs differ only where the intervention says they may (loom's rules).
 
-Unlisted workload, fixture, source-input, environment, acceptance-contract,
-provider, model or effort differences make a pair incomparable. An incomparable
-pair can still be rejected on quality or latency, but is never supported.
+Checked only for a structurally valid pair. ``incomparable-workload``;
+``incomparable-source-input`` (fixture, source revision or digest differ);
+``incomparable-environment``; ``incomparable-acceptance-contract``;
+``model-effort-mismatch`` when the assignment lists differ in length, or the
+sorted provider, model or effort lists differ while that dimension is not
+declared changed (the three lists are compared separately, not as tuples).
+The engine adds ``incomparable-pair`` to an incomparable pair.
 """
 
 from __future__ import annotations
 
-from pairlab.core.verdict.artifact import ChangedDimension, InterventionManifest, Pair, Run
+from collections.abc import Callable
+
+from pairlab.core.verdict.artifact import Assignment, ChangedDimension, Intervention, Pair
+from pairlab.core.verdict.outcome import Finding, Findings
 from pairlab.core.verdict.reasons import VerdictReason
 
-
-def _models(run: Run) -> list[str]:
-    return sorted(a.model for a in run.assignments)
+R = VerdictReason
 
 
-def _efforts(run: Run) -> list[str]:
-    return sorted(a.effort or "" for a in run.assignments)
+def _sorted(assignments: list[Assignment], field: Callable[[Assignment], str]) -> list[str]:
+    return sorted(field(a) for a in assignments)
 
 
-def assess_comparability(manifest: InterventionManifest, pair: Pair) -> frozenset[VerdictReason]:
-    """The incomparability codes of a pair; empty when it is comparable."""
-    base, cand = pair.baseline, pair.candidate
+def _assignment_difference(manifest: Intervention, pair: Pair) -> str | None:
+    base, cand = pair.baseline.assignments, pair.candidate.assignments
+    if len(base) != len(cand):
+        return f"{len(base)} assignments against {len(cand)}"
     declared = set(manifest.changed_dimensions)
-    found: set[VerdictReason] = set()
-    if base.workload_id != cand.workload_id or sorted(base.fixture_ids) != sorted(cand.fixture_ids):
-        found.add(VerdictReason.INCOMPARABLE_WORKLOAD)
-    if (base.source_input_revision, base.source_input_digest) != (
+    lists: tuple[tuple[str, Callable[[Assignment], str], ChangedDimension], ...] = (
+        ("providers", lambda a: str(a.provider), ChangedDimension.PROVIDER_ASSIGNMENT),
+        ("models", lambda a: a.model, ChangedDimension.MODEL_ASSIGNMENT),
+        ("efforts", lambda a: a.effort, ChangedDimension.EFFORT_ASSIGNMENT),
+    )
+    for name, field, dimension in lists:
+        if _sorted(base, field) != _sorted(cand, field) and dimension not in declared:
+            return f"the {name} differ and {dimension} is not a declared change"
+    return None
+
+
+def assess_comparability(manifest: Intervention, pair: Pair) -> tuple[Finding, ...]:
+    """The incomparability findings of a pair; empty when it is comparable."""
+    base, cand = pair.baseline, pair.candidate
+    found = Findings()
+    if base.workload_id != cand.workload_id:
+        found.add(R.INCOMPARABLE_WORKLOAD, "the runs did different workloads")
+    if (base.fixture_id, base.source_input_revision, base.source_input_digest) != (
+        cand.fixture_id,
         cand.source_input_revision,
         cand.source_input_digest,
     ):
-        found.add(VerdictReason.INCOMPARABLE_SOURCE_INPUT)
+        found.add(R.INCOMPARABLE_SOURCE_INPUT, "the fixture or source input differs")
     if base.environment_id != cand.environment_id:
-        found.add(VerdictReason.INCOMPARABLE_ENVIRONMENT)
-    if base.acceptance_contract_id != cand.acceptance_contract_id:
-        found.add(VerdictReason.INCOMPARABLE_ACCEPTANCE_CONTRACT)
-    provider_changed = base.providers != cand.providers
-    if provider_changed and ChangedDimension.PROVIDER_ASSIGNMENT not in declared:
-        found.add(VerdictReason.INCOMPARABLE_PAIR)
-    if (_models(base) != _models(cand) and ChangedDimension.MODEL_ASSIGNMENT not in declared) or (
-        _efforts(base) != _efforts(cand) and ChangedDimension.EFFORT_ASSIGNMENT not in declared
-    ):
-        found.add(VerdictReason.MODEL_EFFORT_MISMATCH)
-    if found:
-        found.add(VerdictReason.INCOMPARABLE_PAIR)
-    return frozenset(found)
+        found.add(R.INCOMPARABLE_ENVIRONMENT, "the runs had different environments")
+    if base.acceptance_contract_digest != cand.acceptance_contract_digest:
+        found.add(
+            R.INCOMPARABLE_ACCEPTANCE_CONTRACT,
+            "the runs were held to different acceptance contracts",
+        )
+    difference = _assignment_difference(manifest, pair)
+    if difference is not None:
+        found.add(R.MODEL_EFFORT_MISMATCH, f"undeclared assignment change: {difference}")
+    return tuple(found.items)

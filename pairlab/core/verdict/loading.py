@@ -1,117 +1,112 @@
-"""From bytes to a validated :class:`Artifact`, or the reason codes why not.
+"""From a path or bytes to a decoded :class:`Artifact`, or the one reason why not.
 
-Never raises: oversize input, undecodable JSON, a wrong schema version and every
-pydantic validation failure become reason codes (and a short list of problem
-locations, without the offending values, so nothing from the input leaks into
-a report).
+As loom does it (LOOM-ARTIFACT §2, whole-artifact failures 2-4): a file that
+cannot be opened or read → ``input-read-failed``; more than 16 MiB →
+``input-too-large`` (from the size, before a byte is parsed); anything that
+does not decode into the schema (not UTF-8, not JSON, ``NaN``, an unknown,
+missing or repeated field, a wrong type, an out-of-range integer, a bad enum
+value) → ``malformed-input``; then, and only then, ``schema_version`` ≠ 1 →
+``unsupported-schema-version``. Never raises. The problem locations (never
+the offending values) are kept for ``--explain``.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
-from dataclasses import dataclass, field
+import os
+from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, Final
 
 from pydantic import ValidationError
-from pydantic_core import ErrorDetails
 
-from pairlab.core.verdict.artifact import MAX_ARTIFACT_BYTES, MAX_PAIRS, Artifact
+from pairlab.core.verdict.artifact import (
+    MAX_ARTIFACT_BYTES,
+    SCHEMA_VERSION,
+    Artifact,
+    DuplicateKeys,
+)
 from pairlab.core.verdict.reasons import VerdictReason
 
 MAX_PROBLEMS: Final = 20
 
-_CUSTOM_TYPES: Final = {
-    "invalid_identifier": VerdictReason.INVALID_IDENTIFIER,
-    "invalid_intervention_manifest": VerdictReason.INVALID_INTERVENTION_MANIFEST,
-    "invalid_quota_observation": VerdictReason.INVALID_QUOTA_OBSERVATION,
-}
-
 
 @dataclass(frozen=True)
 class Problem:
-    where: str
-    reason: VerdictReason
+    """Where the input failed to decode, and how (no input value is ever quoted)."""
 
-    def to_json(self) -> dict[str, str]:
-        return {"where": self.where, "reason_code": str(self.reason)}
+    where: str
+    what: str
 
 
 @dataclass(frozen=True)
 class LoadResult:
     artifact: Artifact | None
-    reasons: frozenset[VerdictReason] = field(default_factory=frozenset)
+    reason: VerdictReason | None = None
     problems: tuple[Problem, ...] = ()
 
 
-def _refused(reason: VerdictReason, where: str = "") -> LoadResult:
-    return LoadResult(None, frozenset({reason}), (Problem(where, reason),))
+def read_artifact_file(path: Path) -> bytes | VerdictReason:
+    """The file's bytes, or why they cannot be judged (the size is checked before reading)."""
+    try:
+        with Path(path).open("rb") as handle:
+            if os.fstat(handle.fileno()).st_size > MAX_ARTIFACT_BYTES:
+                return VerdictReason.INPUT_TOO_LARGE
+            data = handle.read(MAX_ARTIFACT_BYTES + 1)
+    except OSError:
+        return VerdictReason.INPUT_READ_FAILED
+    if len(data) > MAX_ARTIFACT_BYTES:  # grew after the size check, or not a regular file
+        return VerdictReason.INPUT_TOO_LARGE
+    return data
 
 
-def _inside_item(loc: Sequence[int | str], name: str) -> bool:
-    """True when ``loc`` points inside one element of a list called ``name``."""
-    for i, part in enumerate(loc):
-        if part == name:
-            return len(loc) > i + 2 or (len(loc) == i + 2 and isinstance(loc[i + 1], int))
-    return False
+def _object(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    decoded = dict(pairs)
+    return decoded if len(decoded) == len(pairs) else DuplicateKeys(decoded)
 
 
-def reason_for_error(error: ErrorDetails) -> VerdictReason:
-    """Map one pydantic error to its reason code (first match wins)."""
-    kind = error["type"]
-    loc = error["loc"]
-    if kind == "invalid_identifier":
-        return VerdictReason.INVALID_IDENTIFIER
-    if loc and loc[0] == "intervention":
-        return VerdictReason.INVALID_INTERVENTION_MANIFEST
-    if kind == "too_long":
-        return (
-            VerdictReason.PAIR_LIMIT_EXCEEDED
-            if tuple(loc) == ("pairs",)
-            else VerdictReason.EVIDENCE_LIMIT_EXCEEDED
-        )
-    if kind in _CUSTOM_TYPES:
-        return _CUSTOM_TYPES[kind]
-    if _inside_item(loc, "token_vectors"):
-        return VerdictReason.INVALID_TOKEN_VECTOR
-    if _inside_item(loc, "quota_intervals"):
-        return VerdictReason.INVALID_QUOTA_OBSERVATION
-    return VerdictReason.MALFORMED_INPUT
+def _no_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not a JSON number")
 
 
-def _schema_version_reason(document: Any) -> VerdictReason | None:
-    if not isinstance(document, dict) or "schema_version" not in document:
-        return VerdictReason.MALFORMED_INPUT
-    version = document["schema_version"]
-    if type(version) is not int or version != 1:
-        return VerdictReason.UNSUPPORTED_SCHEMA_VERSION
-    pairs = document.get("pairs")
-    if isinstance(pairs, list) and len(pairs) > MAX_PAIRS:
-        return VerdictReason.PAIR_LIMIT_EXCEEDED
-    return None
+def _finite(text: str) -> float:
+    value = float(text)
+    if value in (float("inf"), float("-inf")):
+        raise ValueError("number out of range")
+    return value
+
+
+def _malformed(*problems: Problem) -> LoadResult:
+    return LoadResult(None, VerdictReason.MALFORMED_INPUT, problems[:MAX_PROBLEMS])
 
 
 def load_artifact(data: bytes) -> LoadResult:
     if len(data) > MAX_ARTIFACT_BYTES:
-        return _refused(VerdictReason.INPUT_TOO_LARGE)
+        return LoadResult(None, VerdictReason.INPUT_TOO_LARGE)
     try:
-        document = json.loads(data)
-    except (ValueError, RecursionError):
-        return _refused(VerdictReason.MALFORMED_INPUT)
-    early = _schema_version_reason(document)
-    if early is not None:
-        where = "" if early is VerdictReason.MALFORMED_INPUT else "schema_version"
-        return _refused(early, "pairs" if early is VerdictReason.PAIR_LIMIT_EXCEEDED else where)
+        document = json.loads(
+            data.decode("utf-8"),
+            object_pairs_hook=_object,
+            parse_constant=_no_constant,
+            parse_float=_finite,
+        )
+    except (ValueError, RecursionError) as exc:  # UnicodeDecodeError is a ValueError
+        return _malformed(Problem("", f"not a UTF-8 JSON document ({type(exc).__name__})"))
     try:
-        artifact = Artifact.model_validate_json(data)
+        artifact = Artifact.model_validate(document)
     except ValidationError as exc:
-        problems = [
-            Problem(".".join(str(p) for p in err["loc"]), reason_for_error(err))
-            for err in exc.errors(include_url=False, include_input=False)
-        ]
-        return LoadResult(
-            None, frozenset(p.reason for p in problems), tuple(problems[:MAX_PROBLEMS])
+        return _malformed(
+            *(
+                Problem((".".join(str(p) for p in err["loc"]) or "<document>")[:200], err["msg"])
+                for err in exc.errors(include_url=False, include_input=False)
+            )
         )
     except (ValueError, RecursionError):
-        return _refused(VerdictReason.MALFORMED_INPUT)
+        return _malformed(Problem("", "the document could not be decoded"))
+    if artifact.schema_version != SCHEMA_VERSION:
+        return LoadResult(
+            None,
+            VerdictReason.UNSUPPORTED_SCHEMA_VERSION,
+            (Problem("schema_version", f"version {artifact.schema_version}; only 1 is known"),),
+        )
     return LoadResult(artifact)

@@ -1,72 +1,164 @@
-"""Quality evidence: the candidate may not be worse than the baseline anywhere.
+"""Quality evidence, judged as loom judges it: the worst of five rules.
 
-Rejects (DESIGN 9): candidate not accepted, failed semantic completion, a
-baseline check absent from the candidate, a failed check, a review dimension
-absent from the candidate or no longer independent, a failed review, a new or
-worsened unresolved finding, any omitted requirement. Unknown candidate evidence
-is inconclusive; so is an incomplete baseline (nothing to compare against).
+1. Candidate status: not accepted → ``candidate-not-accepted`` (reject); else
+   semantic completion failed → ``semantic-completion-failed`` (reject); else
+   acceptance or completion unknown → ``missing-quality-evidence``.
+2. Checks: a baseline (command, contract) absent from the candidate →
+   ``weakened-verification`` (reject); else a failed candidate check →
+   ``failed-required-check`` (reject); else an unknown check or none at all →
+   ``missing-quality-evidence``.
+3. Reviews: a baseline dimension absent from the candidate, or a candidate
+   review that is not independent → ``weakened-review`` (reject); else a failed
+   review → ``failed-review`` (reject); else unknown or none →
+   ``missing-quality-evidence``.
+4. Findings: the first candidate finding that is new → ``new-unresolved-finding``,
+   or more severe than in the baseline → ``worsened-unresolved-finding`` (reject).
+5. Any omitted requirement → ``omitted-requirement`` (reject).
+
+Absent evidence is not support: unless the baseline is itself complete
+(accepted, semantic completion passed, a non-empty list of passed checks, a
+non-empty list of independent passed reviews, nothing omitted) the result also
+carries ``baseline-quality-incomplete`` and is at best inconclusive.
 """
 
 from __future__ import annotations
 
-from pairlab.core.verdict.artifact import CheckStatus, ReviewResult, Run
-from pairlab.core.verdict.outcome import Assessment, assess
+from collections.abc import Iterable
+
+from pairlab.core.verdict.artifact import EvidenceVerdict, Pair, Run
+from pairlab.core.verdict.outcome import Assessment, Findings, Verdict, worst
 from pairlab.core.verdict.reasons import VerdictReason
 
+R = VerdictReason
+PASSED, FAILED, UNKNOWN = EvidenceVerdict.PASSED, EvidenceVerdict.FAILED, EvidenceVerdict.UNKNOWN
 
-def _is_incomplete(run: Run) -> bool:
+
+def _completion(cand: Run, found: Findings) -> Verdict:
+    if cand.accepted is False:
+        found.add(R.CANDIDATE_NOT_ACCEPTED, "the candidate was not accepted")
+        return Verdict.REJECTED
+    if cand.semantic_completion is FAILED:
+        found.add(R.SEMANTIC_COMPLETION_FAILED, "the candidate failed semantic completion")
+        return Verdict.REJECTED
+    if cand.accepted is None or cand.semantic_completion is UNKNOWN:
+        found.add(
+            R.MISSING_QUALITY_EVIDENCE,
+            "the candidate's acceptance or semantic completion is unknown",
+        )
+        return Verdict.INCONCLUSIVE
+    return Verdict.SUPPORTED
+
+
+def _results(
+    verdicts: Iterable[EvidenceVerdict], what: str, failed: VerdictReason, found: Findings
+) -> Verdict:
+    seen = list(verdicts)
+    if FAILED in seen:
+        found.add(failed, f"{seen.count(FAILED)} of the candidate's {what} failed")
+        return Verdict.REJECTED
+    if not seen or UNKNOWN in seen:
+        found.add(
+            R.MISSING_QUALITY_EVIDENCE,
+            f"the candidate has no {what}" if not seen else f"a candidate {what[:-1]} is unknown",
+        )
+        return Verdict.INCONCLUSIVE
+    return Verdict.SUPPORTED
+
+
+def _checks(pair: Pair, found: Findings) -> Verdict:
+    cand = {(c.command_id, c.contract_id): c.verdict for c in pair.candidate.required_checks}
+    missing = [
+        c.command_id
+        for c in pair.baseline.required_checks
+        if (c.command_id, c.contract_id) not in cand
+    ]
+    if missing:
+        found.add(
+            R.WEAKENED_VERIFICATION,
+            f"the candidate dropped the baseline's check(s) {', '.join(missing)}",
+        )
+        return Verdict.REJECTED
+    return _results(cand.values(), "required checks", R.FAILED_REQUIRED_CHECK, found)
+
+
+def _reviews(pair: Pair, found: Findings) -> Verdict:
+    cand = {r.dimension: r for r in pair.candidate.reviewed_dimensions}
+    missing = [r.dimension for r in pair.baseline.reviewed_dimensions if r.dimension not in cand]
+    dependent = [r.dimension for r in cand.values() if not r.independent]
+    if missing or dependent:
+        found.add(
+            R.WEAKENED_REVIEW,
+            "the candidate's review is weaker: "
+            + "; ".join(
+                part
+                for part in (
+                    f"dropped {', '.join(missing)}" if missing else "",
+                    f"not independent: {', '.join(dependent)}" if dependent else "",
+                )
+                if part
+            ),
+        )
+        return Verdict.REJECTED
+    return _results((r.verdict for r in cand.values()), "reviews", R.FAILED_REVIEW, found)
+
+
+def _findings(pair: Pair, found: Findings) -> Verdict:
+    before = {f.finding_id: f.severity for f in pair.baseline.unresolved_findings}
+    for finding in pair.candidate.unresolved_findings:
+        old = before.get(finding.finding_id)
+        if old is None:
+            found.add(
+                R.NEW_UNRESOLVED_FINDING,
+                f"new unresolved finding {finding.finding_id} ({finding.severity})",
+            )
+            return Verdict.REJECTED
+        if finding.severity.rank > old.rank:
+            found.add(
+                R.WORSENED_UNRESOLVED_FINDING,
+                f"finding {finding.finding_id} worsened from {old} to {finding.severity}",
+            )
+            return Verdict.REJECTED
+    return Verdict.SUPPORTED
+
+
+def baseline_is_complete(run: Run) -> bool:
     return (
-        run.acceptance.accepted is None
-        or run.semantic_completion.passed is None
-        or run.retry_count is None
-        or run.fix_count is None
-        or any(c.status is CheckStatus.MISSING for c in run.required_checks)
-        or any(r.result is ReviewResult.MISSING for r in run.review_dimensions)
+        run.accepted is True
+        and run.semantic_completion is PASSED
+        and bool(run.required_checks)
+        and all(c.verdict is PASSED for c in run.required_checks)
+        and bool(run.reviewed_dimensions)
+        and all(r.independent and r.verdict is PASSED for r in run.reviewed_dimensions)
+        and not run.omitted_requirements
     )
 
 
-def _verification_rejections(base: Run, cand: Run) -> set[VerdictReason]:
-    found: set[VerdictReason] = set()
-    cand_checks = {c.id: c.status for c in cand.required_checks}
-    if any(c.id not in cand_checks for c in base.required_checks):
-        found.add(VerdictReason.WEAKENED_VERIFICATION)
-    if CheckStatus.FAILED in cand_checks.values():
-        found.add(VerdictReason.FAILED_REQUIRED_CHECK)
-    cand_reviews = {r.id: r for r in cand.review_dimensions}
-    if any(r.id not in cand_reviews for r in base.review_dimensions) or any(
-        not r.independent for r in cand.review_dimensions
-    ):
-        found.add(VerdictReason.WEAKENED_REVIEW)
-    if any(r.result is ReviewResult.FAILED for r in cand.review_dimensions):
-        found.add(VerdictReason.FAILED_REVIEW)
-    return found
-
-
-def _finding_rejections(base: Run, cand: Run) -> set[VerdictReason]:
-    found: set[VerdictReason] = set()
-    base_findings = {f.id: f.severity for f in base.unresolved_findings}
-    for finding in cand.unresolved_findings:
-        before = base_findings.get(finding.id)
-        if before is None:
-            found.add(VerdictReason.NEW_UNRESOLVED_FINDING)
-        elif finding.severity.rank > before.rank:
-            found.add(VerdictReason.WORSENED_UNRESOLVED_FINDING)
+def assess_quality(pair: Pair) -> Assessment:
+    found = Findings()
+    cand = pair.candidate
+    verdicts = [
+        _completion(cand, found),
+        _checks(pair, found),
+        _reviews(pair, found),
+        _findings(pair, found),
+    ]
     if cand.omitted_requirements:
-        found.add(VerdictReason.OMITTED_REQUIREMENT)
-    return found
-
-
-def assess_quality(base: Run, cand: Run) -> Assessment:
-    rejects: set[VerdictReason] = set()
-    if cand.acceptance.accepted is False:
-        rejects.add(VerdictReason.CANDIDATE_NOT_ACCEPTED)
-    if cand.semantic_completion.passed is False:
-        rejects.add(VerdictReason.SEMANTIC_COMPLETION_FAILED)
-    rejects |= _verification_rejections(base, cand)
-    rejects |= _finding_rejections(base, cand)
-    doubts: set[VerdictReason] = set()
-    if _is_incomplete(cand):
-        doubts.add(VerdictReason.MISSING_QUALITY_EVIDENCE)
-    if _is_incomplete(base):
-        doubts.add(VerdictReason.BASELINE_QUALITY_INCOMPLETE)
-    return assess(rejects, doubts)
+        found.add(
+            R.OMITTED_REQUIREMENT,
+            f"the candidate omitted {', '.join(cand.omitted_requirements)}",
+        )
+        verdicts.append(Verdict.REJECTED)
+    if not baseline_is_complete(pair.baseline):
+        found.add(
+            R.BASELINE_QUALITY_INCOMPLETE,
+            "the baseline's own quality evidence is incomplete (it must be accepted, pass "
+            "semantic completion, and pass at least one check and one independent review, "
+            "omitting nothing), so there is nothing sound to compare against",
+        )
+        verdicts.append(Verdict.INCONCLUSIVE)
+    n_checks, n_reviews = len(cand.required_checks), len(cand.reviewed_dimensions)
+    return found.assessment(
+        worst(verdicts),
+        f"accepted, semantic completion passed, {n_checks} required check(s) and "
+        f"{n_reviews} independent review(s) passed, no new or worse findings, nothing omitted",
+    )

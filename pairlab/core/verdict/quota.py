@@ -1,178 +1,279 @@
-"""The subscription verdict from quota intervals (DESIGN 9), never from token weights.
+"""The subscription verdict from quota intervals, never from token weights or prices.
 
-Each (provider, window) interval present in both runs passes these gates in
-order; the first that fails makes it not evaluable:
+One implementation, used by ``pairlab compare`` (per pair) and meant for any
+other caller that has paired quota intervals (the per-cohort subscription
+verdict of evidence evals):
 
-1. both used_percent endpoints known            else missing-quota-telemetry
-2. equal durations (within DURATION_TOLERANCE),
-   same reset identity/time in both arms         else quota-interval-mismatch
-3. same-reset continuity, one reset identity and
-   time from start to end, end before resets_at  else quota-reset-crossing
-4. unrelated concurrent use explicitly false     else unrelated-concurrent-quota-use
-5. known precision in both arms                  else unknown-quota-precision
-6. no decrease within either interval            else same-reset-utilization-decrease
+    judge_intervals([(baseline_obs, candidate_obs), ...]) -> SubscriptionJudgement
+    judge_subscription(baseline_observations, candidate_observations) -> SubscriptionJudgement
 
-Then consumption c = end − start per arm and U = the sum of both precisions:
-candidate − baseline > U is a regression (rejected); an increase within U is
-inconclusive; baseline − candidate > U is a reduction. Supported needs matching
-provider/window sets, every interval evaluable, no increase, and at least one
-reduction. Arithmetic is decimal on the values as written, so 0.1 + 0.2 is 0.3.
+``judge_subscription`` is the whole rule for two runs: no observations on a
+side (absent, null or empty) → ``missing-quota-telemetry``; different
+(provider, window) sets → ``missing-quota-window``; otherwise the shared
+intervals go to ``judge_intervals``. Each interval (:func:`compare_interval`)
+is stopped by the first rule it fails, in loom's order:
 
-Durations count as equal when they differ by at most max(1 s, 1 % of the longer
-one): a trial schedules both arms' intervals to the same length, but the "after"
-observation is taken a few milliseconds late. A larger difference (e.g. a run
-that outlasted its scheduled interval) is still a mismatch.
+1. different durations (end − start)                 ``quota-interval-mismatch``
+2. different reset_id or resets_at, a continuity other
+   than ``same-reset``, or an end at/after the reset  ``quota-reset-crossing``
+3. unrelated concurrent use not explicitly false      ``unrelated-concurrent-quota-use``
+4. an unknown precision                               ``unknown-quota-precision``
+5. a negative consumption (end − start)               ``same-reset-utilization-decrease``
+6. with U = the two precisions summed: candidate − baseline > U is a
+   ``subscription-consumption-regression`` (rejected); baseline − candidate > U
+   a reduction; otherwise ``quota-change-within-uncertainty``.
+
+Every interval is evaluated and all reasons kept; any regression rejects.
+Supported needs, in the seed's words, "no worse observed consumption in any
+interval, and a reduction larger than combined measurement uncertainty in at
+least one interval": an interval within the uncertainty whose candidate did not
+consume more than its baseline does not block support when another interval
+shows a reduction (loom requires a reduction in every interval; this is the
+documented departure, docs/compare-artifact.md). Arithmetic is decimal on the
+values as written, so a difference exactly equal to U is never "larger".
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
-from datetime import timedelta
 from decimal import Decimal
 from enum import StrEnum
 
 from pairlab.core.schemas.quota import Continuity
-from pairlab.core.verdict.artifact import QuotaInterval, Run
-from pairlab.core.verdict.outcome import Assessment, Verdict
-from pairlab.core.verdict.reasons import VerdictReason, sorted_codes
+from pairlab.core.verdict.artifact import Provider, QuotaKey, QuotaObservation, QuotaWindow
+from pairlab.core.verdict.outcome import Assessment, Finding, Verdict
+from pairlab.core.verdict.reasons import VerdictReason
+
+R = VerdictReason
 
 
-class QuotaOutcome(StrEnum):
+class IntervalOutcome(StrEnum):
     REDUCTION = "reduction"
     REGRESSION = "regression"
+    WITHIN_UNCERTAINTY = "within-uncertainty"  # the candidate did not consume more
     INCREASE_WITHIN_UNCERTAINTY = "increase-within-uncertainty"
-    NO_INCREASE = "no-increase"
     NOT_EVALUABLE = "not-evaluable"
 
 
 @dataclass(frozen=True)
-class QuotaComparison:
-    provider: str
-    window: str
-    outcome: QuotaOutcome
-    reason: VerdictReason | None = None
-    baseline_consumption: Decimal | None = None
-    candidate_consumption: Decimal | None = None
-    uncertainty: Decimal | None = None
+class IntervalComparison:
+    """One (provider, window) interval of a pair, judged; ``to_json`` is loom's evidence."""
+
+    key: QuotaKey
+    outcome: IntervalOutcome
+    reason: VerdictReason | None
+    detail: str
+    baseline_consumption: Decimal | None  # None when negative (a decrease within the interval)
+    candidate_consumption: Decimal | None
+    uncertainty: Decimal | None  # None when a precision is unknown
 
     def to_json(self) -> dict[str, object]:
         def number(value: Decimal | None) -> float | None:
             return None if value is None else float(value)
 
         return {
-            "provider": self.provider,
-            "window": self.window,
-            "outcome": str(self.outcome),
+            "provider": str(self.key[0]),
+            "window": str(self.key[1]),
             "baseline_consumption_percent": number(self.baseline_consumption),
             "candidate_consumption_percent": number(self.candidate_consumption),
-            "uncertainty_percent": number(self.uncertainty),
-            "reason_codes": sorted_codes([self.reason] if self.reason else []),
+            "combined_uncertainty_percent": number(self.uncertainty),
         }
 
 
-DURATION_TOLERANCE_S = 1.0  # absolute floor of the equal-duration tolerance
-DURATION_TOLERANCE_SHARE = 0.01  # relative part: 1 % of the longer duration
+@dataclass(frozen=True)
+class SubscriptionJudgement:
+    """The subscription verdict, its findings and every interval compared."""
 
+    verdict: Verdict
+    findings: tuple[Finding, ...]
+    comparisons: tuple[IntervalComparison, ...]
 
-def equal_durations(a: timedelta, b: timedelta) -> bool:
-    """|a - b| <= max(1 s, 1 % of the longer duration)."""
-    longest = max(a, b).total_seconds()
-    allowed = max(DURATION_TOLERANCE_S, DURATION_TOLERANCE_SHARE * longest)
-    return abs((a - b).total_seconds()) <= allowed
+    @property
+    def reasons(self) -> frozenset[VerdictReason]:
+        return frozenset(f.reason for f in self.findings)
+
+    @property
+    def assessment(self) -> Assessment:
+        checked = "no interval is worse and at least one fell beyond the uncertainty: " + "; ".join(
+            c.detail for c in self.comparisons
+        )
+        return Assessment(self.verdict, self.findings, checked)
 
 
 def _exact(value: float) -> Decimal:
     return Decimal(repr(value))
 
 
-def _crosses_reset(interval: QuotaInterval) -> bool:
-    start, end = interval.start, interval.end
-    return (
-        interval.continuity is not Continuity.SAME_RESET
-        or start.reset_id is None
-        or start.reset_id != end.reset_id
-        or start.resets_at is None
-        or start.resets_at != end.resets_at
-        or end.observed_at >= start.resets_at
-    )
+def _consumption(q: QuotaObservation) -> Decimal | None:
+    used = _exact(q.used_percent_end) - _exact(q.used_percent_start)
+    return used if used >= 0 else None
 
 
-def _gate(base: QuotaInterval, cand: QuotaInterval) -> VerdictReason | None:
-    pair = (base, cand)
-    if any(p.used_percent is None for i in pair for p in (i.start, i.end)):
-        return VerdictReason.MISSING_QUOTA_TELEMETRY
-    if not equal_durations(base.duration, cand.duration) or (
-        base.start.reset_id,
-        base.start.resets_at,
-    ) != (cand.start.reset_id, cand.start.resets_at):
-        return VerdictReason.QUOTA_INTERVAL_MISMATCH
-    if any(_crosses_reset(i) for i in pair):
-        return VerdictReason.QUOTA_RESET_CROSSING
-    if any(i.unrelated_concurrent_use is not False for i in pair):
-        return VerdictReason.UNRELATED_CONCURRENT_QUOTA_USE
-    if any(i.precision_percent is None for i in pair):
-        return VerdictReason.UNKNOWN_QUOTA_PRECISION
-    if any(_consumption(i) < 0 for i in pair):
-        return VerdictReason.SAME_RESET_UTILIZATION_DECREASE
+def _uncertainty(base: QuotaObservation, cand: QuotaObservation) -> Decimal | None:
+    if base.precision_percent is None or cand.precision_percent is None:
+        return None
+    return _exact(base.precision_percent) + _exact(cand.precision_percent)
+
+
+def _label(key: QuotaKey) -> str:
+    return f"{key[0]} {key[1]}"
+
+
+def _crossing(base: QuotaObservation, cand: QuotaObservation) -> str | None:
+    if base.reset_id != cand.reset_id or base.resets_at != cand.resets_at:
+        return "the two runs were measured against different resets"
+    if base.continuity is not Continuity.SAME_RESET or cand.continuity is not Continuity.SAME_RESET:
+        return (
+            f"continuity is {base.continuity} / {cand.continuity}, not same-reset from end to end"
+        )
+    if base.observed_end_at >= base.resets_at or cand.observed_end_at >= cand.resets_at:
+        return "an interval ends at or after the reset"
     return None
 
 
-def _consumption(interval: QuotaInterval) -> Decimal:
-    assert interval.start.used_percent is not None and interval.end.used_percent is not None
-    return _exact(interval.end.used_percent) - _exact(interval.start.used_percent)
+def _stopped(base: QuotaObservation, cand: QuotaObservation) -> tuple[VerdictReason, str] | None:
+    """The first rule (1-5) that stops this interval, with what it saw."""
+    if base.duration_s != cand.duration_s:
+        return R.QUOTA_INTERVAL_MISMATCH, (
+            f"the intervals last {base.duration_s} s and {cand.duration_s} s"
+        )
+    crossing = _crossing(base, cand)
+    if crossing is not None:
+        return R.QUOTA_RESET_CROSSING, crossing
+    if base.unrelated_concurrent_use is not False or cand.unrelated_concurrent_use is not False:
+        return R.UNRELATED_CONCURRENT_QUOTA_USE, (
+            "unrelated concurrent use of the account was not ruled out "
+            f"({base.unrelated_concurrent_use} / {cand.unrelated_concurrent_use})"
+        )
+    if _uncertainty(base, cand) is None:
+        return R.UNKNOWN_QUOTA_PRECISION, "the precision of a reading is unknown"
+    if _consumption(base) is None or _consumption(cand) is None:
+        return R.SAME_RESET_UTILIZATION_DECREASE, "usage fell within one reset interval"
+    return None
 
 
-def compare_interval(base: QuotaInterval, cand: QuotaInterval) -> QuotaComparison:
-    key = (base.provider, base.window)
-    blocked = _gate(base, cand)
-    if blocked is not None:
-        return QuotaComparison(*key, QuotaOutcome.NOT_EVALUABLE, blocked)
-    assert base.precision_percent is not None and cand.precision_percent is not None
-    used_base, used_cand = _consumption(base), _consumption(cand)
-    uncertainty = _exact(base.precision_percent) + _exact(cand.precision_percent)
-    delta = used_cand - used_base
-    numbers = (used_base, used_cand, uncertainty)
-    if delta > uncertainty:
-        return QuotaComparison(
-            *key,
-            QuotaOutcome.REGRESSION,
-            VerdictReason.SUBSCRIPTION_CONSUMPTION_REGRESSION,
+def compare_interval(base: QuotaObservation, cand: QuotaObservation) -> IntervalComparison:
+    """One shared (provider, window) interval: the first rule that decides it."""
+    if base.key != cand.key:
+        raise ValueError(f"intervals of different windows: {base.key} and {cand.key}")
+    numbers = (_consumption(base), _consumption(cand), _uncertainty(base, cand))
+    stopped = _stopped(base, cand)
+    label = _label(base.key)
+    if stopped is not None:
+        reason, why = stopped
+        return IntervalComparison(
+            base.key, IntervalOutcome.NOT_EVALUABLE, reason, f"{label}: {why}", *numbers
+        )
+    used_base, used_cand, u = numbers
+    assert used_base is not None and used_cand is not None and u is not None
+    seen = f"{label}: baseline used {used_base}, candidate {used_cand} points (±{u} combined)"
+    if used_cand - used_base > u:
+        return IntervalComparison(
+            base.key,
+            IntervalOutcome.REGRESSION,
+            R.SUBSCRIPTION_CONSUMPTION_REGRESSION,
+            f"{seen}: the candidate consumed more, beyond the uncertainty",
             *numbers,
         )
-    if delta > 0:
-        return QuotaComparison(
-            *key,
-            QuotaOutcome.INCREASE_WITHIN_UNCERTAINTY,
-            VerdictReason.QUOTA_CHANGE_WITHIN_UNCERTAINTY,
-            *numbers,
+    if used_base - used_cand > u:
+        return IntervalComparison(
+            base.key, IntervalOutcome.REDUCTION, None, f"{seen}: a reduction", *numbers
         )
-    if -delta > uncertainty:
-        return QuotaComparison(*key, QuotaOutcome.REDUCTION, None, *numbers)
-    return QuotaComparison(*key, QuotaOutcome.NO_INCREASE, None, *numbers)
+    if used_cand > used_base:
+        outcome, how = IntervalOutcome.INCREASE_WITHIN_UNCERTAINTY, "an increase"
+    else:
+        outcome, how = IntervalOutcome.WITHIN_UNCERTAINTY, "no increase, but no reduction"
+    return IntervalComparison(
+        base.key,
+        outcome,
+        R.QUOTA_CHANGE_WITHIN_UNCERTAINTY,
+        f"{seen}: {how} beyond the uncertainty",
+        *numbers,
+    )
 
 
-def assess_subscription(base: Run, cand: Run) -> tuple[Assessment, list[QuotaComparison]]:
-    if not base.quota_intervals or not cand.quota_intervals:
-        return Assessment(
-            Verdict.INCONCLUSIVE, frozenset({VerdictReason.MISSING_QUOTA_TELEMETRY})
-        ), []
-    base_by_key = {(i.provider, i.window): i for i in base.quota_intervals}
-    cand_by_key = {(i.provider, i.window): i for i in cand.quota_intervals}
-    doubts: set[VerdictReason] = set()
-    covered = {provider for provider, _ in base_by_key} & {provider for provider, _ in cand_by_key}
-    if base_by_key.keys() != cand_by_key.keys() or not (base.providers | cand.providers) <= covered:
-        doubts.add(VerdictReason.MISSING_QUOTA_WINDOW)
-    comparisons = [
-        compare_interval(base_by_key[key], cand_by_key[key])
-        for key in sorted(base_by_key.keys() & cand_by_key.keys())
-    ]
-    reasons = {c.reason for c in comparisons if c.reason is not None} | doubts
+def _decide(comparisons: Sequence[IntervalComparison]) -> Verdict:
     outcomes = {c.outcome for c in comparisons}
-    if QuotaOutcome.REGRESSION in outcomes:
-        return Assessment(Verdict.REJECTED, frozenset(reasons)), comparisons
-    if reasons:
-        return Assessment(Verdict.INCONCLUSIVE, frozenset(reasons)), comparisons
-    if QuotaOutcome.REDUCTION in outcomes:
-        return Assessment(Verdict.SUPPORTED), comparisons
-    reasons.add(VerdictReason.QUOTA_REDUCTION_NOT_ESTABLISHED)
-    return Assessment(Verdict.INCONCLUSIVE, frozenset(reasons)), comparisons
+    if IntervalOutcome.REGRESSION in outcomes:
+        return Verdict.REJECTED
+    if outcomes & {IntervalOutcome.NOT_EVALUABLE, IntervalOutcome.INCREASE_WITHIN_UNCERTAINTY}:
+        return Verdict.INCONCLUSIVE
+    if IntervalOutcome.REDUCTION in outcomes:
+        return Verdict.SUPPORTED  # the seed's "at least one interval" (loom: every interval)
+    return Verdict.INCONCLUSIVE
+
+
+def judge_intervals(
+    intervals: Sequence[tuple[QuotaObservation, QuotaObservation]],
+) -> SubscriptionJudgement:
+    """Judge paired (baseline, candidate) intervals, each pair of one (provider, window).
+
+    Pure; raises ValueError only when a pair mixes two windows (a caller's bug).
+    No intervals at all is ``missing-quota-telemetry``.
+    """
+    if not intervals:
+        finding = Finding(R.MISSING_QUOTA_TELEMETRY, "no quota intervals to compare")
+        return SubscriptionJudgement(Verdict.INCONCLUSIVE, (finding,), ())
+    comparisons = tuple(compare_interval(b, c) for b, c in intervals)
+    verdict = _decide(comparisons)
+    findings = tuple(
+        Finding(c.reason, c.detail)
+        for c in comparisons
+        if c.reason is not None
+        and not (verdict is Verdict.SUPPORTED and c.outcome is IntervalOutcome.WITHIN_UNCERTAINTY)
+    )
+    return SubscriptionJudgement(verdict, findings, comparisons)
+
+
+def _by_key(
+    observations: Sequence[QuotaObservation] | None,
+) -> dict[QuotaKey, QuotaObservation] | None:
+    """loom's observation map: None when absent, empty or naming a window twice."""
+    if not observations:
+        return None
+    mapped = {q.key: q for q in observations}
+    return mapped if len(mapped) == len(observations) else None
+
+
+def _sort_key(key: QuotaKey) -> tuple[int, int]:
+    return (list(Provider).index(key[0]), list(QuotaWindow).index(key[1]))
+
+
+def shared_intervals(
+    baseline: Sequence[QuotaObservation] | None, candidate: Sequence[QuotaObservation] | None
+) -> list[tuple[QuotaObservation, QuotaObservation]]:
+    """The (provider, window) intervals both runs observed, in loom's order
+    (claude five-hour, claude seven-day, codex five-hour, codex seven-day)."""
+    base, cand = _by_key(baseline), _by_key(candidate)
+    if base is None or cand is None:
+        return []
+    return [(base[k], cand[k]) for k in sorted(base.keys() & cand.keys(), key=_sort_key)]
+
+
+def quota_evidence(
+    baseline: Sequence[QuotaObservation] | None, candidate: Sequence[QuotaObservation] | None
+) -> tuple[IntervalComparison, ...]:
+    """Every shared interval compared (the report's ``quota_comparisons``), judged or not."""
+    return tuple(compare_interval(b, c) for b, c in shared_intervals(baseline, candidate))
+
+
+def judge_subscription(
+    baseline: Sequence[QuotaObservation] | None, candidate: Sequence[QuotaObservation] | None
+) -> SubscriptionJudgement:
+    """The subscription verdict of two runs from their quota observations."""
+    base, cand = _by_key(baseline), _by_key(candidate)
+    if base is None or cand is None:
+        side = "baseline" if base is None else "candidate"
+        finding = Finding(R.MISSING_QUOTA_TELEMETRY, f"the {side} has no quota observations")
+        return SubscriptionJudgement(Verdict.INCONCLUSIVE, (finding,), ())
+    if base.keys() != cand.keys():
+        only = sorted(base.keys() ^ cand.keys(), key=_sort_key)
+        finding = Finding(
+            R.MISSING_QUOTA_WINDOW,
+            f"only one run observed {', '.join(_label(k) for k in only)}",
+        )
+        return SubscriptionJudgement(
+            Verdict.INCONCLUSIVE, (finding,), quota_evidence(baseline, candidate)
+        )
+    return judge_intervals(shared_intervals(baseline, candidate))

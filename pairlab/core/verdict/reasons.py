@@ -1,8 +1,14 @@
-"""The comparison reason codes (DESIGN 9), exactly that list and nothing else.
+"""The comparison reason codes: loom's vocabulary (DESIGN 9), exactly that list.
 
 Every code the verdict engine or ``pairlab compare`` can emit is a member of
 :class:`VerdictReason`. Codes are kebab-case; reports list them sorted and
 de-duplicated (:func:`sorted_codes`), at pair level and at top level.
+
+Two codes are part of loom's vocabulary but, as in loom, can never be emitted:
+``missing-provider-token-vector`` (complete accounting already requires one
+vector per assigned provider, and a pair needs an assignment to be compared)
+and ``quota-reduction-not-established`` (no interval set can end supported
+without a reduction). They stay so that the vocabulary is loom's.
 """
 
 from __future__ import annotations

@@ -1,53 +1,74 @@
-"""The verdict report: the ``pairlab compare --json`` shape and its text form.
+"""The verdict report: loom's ``--json`` shape and loom's text form.
 
-The claim is bounded: it concerns the supplied finite fixture set only
-(``claim_scope: finite-fixture-set``). The exit code is the overall verdict's
-(0 supported-candidate, 1 rejected, 2 inconclusive); the token-proxy verdict is
-reported beside it and never changes it.
+JSON (pretty-printed by the CLI), exactly loom's keys in loom's order::
+
+    {schema_version: 1, verdict, token_proxy_verdict, subscription_verdict,
+     reason_codes, pairs: [{work_unit_id, verdict, token_proxy_verdict,
+     subscription_verdict, reason_codes, baseline_provider_tokens,
+     candidate_provider_tokens, quota_comparisons}], claim_scope}
+
+The claim is bounded to the supplied finite fixture set. The exit code is the
+overall verdict's (0 supported-candidate, 1 rejected, 2 inconclusive); the
+token-proxy verdict is reported beside it and never changes it. What decided
+each verdict, in plain words, is :mod:`pairlab.core.verdict.explain`'s job; the
+findings it needs travel here but are not part of the JSON.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Final
 
+from pairlab.core.verdict.artifact import Provider, TokenVector, is_identifier
 from pairlab.core.verdict.loading import Problem
-from pairlab.core.verdict.outcome import Verdict
-from pairlab.core.verdict.quota import QuotaComparison
+from pairlab.core.verdict.outcome import Assessment, Finding, Verdict
+from pairlab.core.verdict.quota import IntervalComparison
 from pairlab.core.verdict.reasons import VerdictReason, sorted_codes
 
 REPORT_SCHEMA_VERSION: Final = 1
 CLAIM_SCOPE: Final = "finite-fixture-set"
+INVALID_WORK_UNIT: Final = "invalid-work-unit"
+
+
+def _tokens(vectors: dict[Provider, TokenVector]) -> dict[str, object]:
+    return {str(p): vectors[p].model_dump(mode="json") for p in Provider if p in vectors}
 
 
 @dataclass(frozen=True)
 class PairVerdict:
     work_unit_id: str
-    stratum: str | None
     verdict: Verdict
     token_proxy_verdict: Verdict
     subscription_verdict: Verdict
-    quality_verdict: Verdict | None = None
-    latency_verdict: Verdict | None = None
-    is_comparable: bool | None = None
-    reasons: frozenset[VerdictReason] = field(default_factory=frozenset)
-    quota_comparisons: tuple[QuotaComparison, ...] = ()
+    reasons: frozenset[VerdictReason]
+    baseline_tokens: dict[Provider, TokenVector] = field(default_factory=dict)
+    candidate_tokens: dict[Provider, TokenVector] = field(default_factory=dict)
+    quota_comparisons: tuple[IntervalComparison, ...] = ()
+    # what --explain needs (not in the JSON)
+    structure: tuple[Finding, ...] = ()
+    comparability: tuple[Finding, ...] = ()
+    quality: Assessment | None = None
+    latency: Assessment | None = None
+    token_proxy: Assessment | None = None  # None: not evaluated (structure/comparability)
+    subscription: Assessment | None = None
+
+    @property
+    def shown_id(self) -> str:
+        return self.work_unit_id if is_identifier(self.work_unit_id) else INVALID_WORK_UNIT
+
+    @property
+    def is_comparable(self) -> bool:
+        return not self.structure and not self.comparability
 
     def to_json(self) -> dict[str, object]:
-        def name(v: Verdict | None) -> str | None:
-            return None if v is None else str(v)
-
         return {
-            "work_unit_id": self.work_unit_id,
-            "stratum": self.stratum,
+            "work_unit_id": self.shown_id,
             "verdict": str(self.verdict),
             "token_proxy_verdict": str(self.token_proxy_verdict),
             "subscription_verdict": str(self.subscription_verdict),
-            "quality_verdict": name(self.quality_verdict),
-            "latency_verdict": name(self.latency_verdict),
-            "comparable": self.is_comparable,
             "reason_codes": sorted_codes(self.reasons),
+            "baseline_provider_tokens": _tokens(self.baseline_tokens),
+            "candidate_provider_tokens": _tokens(self.candidate_tokens),
             "quota_comparisons": [q.to_json() for q in self.quota_comparisons],
         }
 
@@ -59,7 +80,8 @@ class VerdictReport:
     subscription_verdict: Verdict = Verdict.INCONCLUSIVE
     reasons: frozenset[VerdictReason] = field(default_factory=frozenset)
     pairs: tuple[PairVerdict, ...] = ()
-    intervention_id: str | None = None
+    # what --explain needs (not in the JSON): why the whole artifact was refused
+    refusal: tuple[Finding, ...] = ()
     problems: tuple[Problem, ...] = ()
 
     @property
@@ -77,53 +99,33 @@ class VerdictReport:
             "token_proxy_verdict": str(self.token_proxy_verdict),
             "subscription_verdict": str(self.subscription_verdict),
             "reason_codes": self.reason_codes,
-            "claim_scope": CLAIM_SCOPE,
-            "intervention_id": self.intervention_id,
-            "exit_code": self.exit_code,
             "pairs": [p.to_json() for p in self.pairs],
-            "problems": [p.to_json() for p in self.problems],
+            "claim_scope": CLAIM_SCOPE,
         }
 
 
-def refused(*reasons: VerdictReason, problems: Sequence[Problem] | None = None) -> VerdictReport:
-    """The report for input that could not be judged at all (exit 2); ``problems`` say
-    where each reason was found (default: one unlocated problem per reason)."""
+def refused(*findings: Finding, problems: tuple[Problem, ...] = ()) -> VerdictReport:
+    """The report for an artifact that could not be judged at all: every verdict
+    inconclusive, no pairs, exit 2."""
     return VerdictReport(
         Verdict.INCONCLUSIVE,
-        reasons=frozenset(reasons),
-        problems=tuple(problems)
-        if problems is not None
-        else tuple(Problem("", r) for r in sorted(reasons)),
+        reasons=frozenset(f.reason for f in findings),
+        refusal=tuple(findings),
+        problems=problems,
     )
 
 
 def render_text(report: VerdictReport) -> str:
-    lines = [f"pairlab compare: {report.verdict} (exit {report.exit_code})"]
-    if report.intervention_id is not None:
-        lines.append(f"  intervention:        {report.intervention_id}")
-    lines += [
-        f"  subscription:        {report.subscription_verdict}",
-        f"  token proxy:         {report.token_proxy_verdict} (reported; does not set the exit code)",
-        f"  claim scope:         {CLAIM_SCOPE} (the supplied fixtures only)",
-        f"  reason codes:        {', '.join(report.reason_codes) or '-'}",
+    """loom's text form: the three verdicts, then one line per pair (or the reasons)."""
+    lines = [
+        f"comparison: {report.verdict}; token proxy: {report.token_proxy_verdict}; "
+        f"subscription: {report.subscription_verdict}"
     ]
-    for problem in report.problems:
-        lines.append(f"  problem: {problem.where or '<artifact>'}: {problem.reason}")
-    if report.pairs:
-        lines.append("  pairs:")
     for pair in report.pairs:
-        stratum = f" [{pair.stratum}]" if pair.stratum else ""
+        codes = sorted_codes(pair.reasons)
         lines.append(
-            f"    {pair.work_unit_id}{stratum}: {pair.verdict}"
-            f"  quality={pair.quality_verdict or '-'} latency={pair.latency_verdict or '-'}"
-            f" subscription={pair.subscription_verdict} token-proxy={pair.token_proxy_verdict}"
+            f"{pair.shown_id}: {pair.verdict}" + (f" ({', '.join(codes)})" if codes else "")
         )
-        if pair.reasons:
-            lines.append(f"      reasons: {', '.join(sorted_codes(pair.reasons))}")
-        for q in pair.quota_comparisons:
-            lines.append(
-                f"      quota {q.provider}/{q.window}: {q.outcome}"
-                f" (baseline {q.baseline_consumption}, candidate {q.candidate_consumption},"
-                f" ±{q.uncertainty})"
-            )
+    if not report.pairs and report.reasons:
+        lines.append(f"reasons: {', '.join(report.reason_codes)}")
     return "\n".join(lines)

@@ -1,0 +1,150 @@
+"""The subscription rules as a public function (pairlab/core/verdict/quota.py).
+
+``judge_intervals`` takes paired (baseline, candidate) intervals and is the one
+implementation of the quota rules: ``pairlab compare`` reaches it through
+``judge_subscription`` for every comparable pair, and any other caller (the
+per-cohort verdict of evidence evals) can give it intervals directly, several
+per window if it has them.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from pairlab.core.canary.quota import snapshot_interval
+from pairlab.core.schemas.quota import QuotaObservation as Snapshot
+from pairlab.core.verdict import judge_artifact_bytes, judge_intervals, judge_subscription
+from pairlab.core.verdict.artifact import Provider, QuotaObservation
+from pairlab.core.verdict.quota import IntervalOutcome, compare_interval, shared_intervals
+
+GOLDEN = Path(__file__).resolve().parents[1] / "fixtures" / "compare"
+
+
+def obs(
+    window: str = "five-hour", used: tuple[float, float] = (10.0, 14.0), **kw: Any
+) -> QuotaObservation:
+    fields: dict[str, Any] = {
+        "provider": "claude",
+        "window": window,
+        "reset_id": f"r-{window}",
+        "resets_at": 10_000,
+        "observed_start_at": 1_000,
+        "observed_end_at": 1_300,
+        "used_percent_start": used[0],
+        "used_percent_end": used[1],
+        "precision_percent": 0.5,
+        "unrelated_concurrent_use": False,
+        "continuity": "same-reset",
+    }
+    return QuotaObservation.model_validate(fields | kw)
+
+
+def test_no_intervals_is_missing_telemetry() -> None:
+    judgement = judge_intervals([])
+    assert (judgement.verdict, sorted(judgement.reasons)) == (
+        "inconclusive",
+        ["missing-quota-telemetry"],
+    )
+
+
+def test_a_pair_of_two_windows_is_a_callers_bug() -> None:
+    with pytest.raises(ValueError):
+        judge_intervals([(obs("five-hour"), obs("seven-day"))])
+
+
+@pytest.mark.parametrize(
+    ("candidate", "verdict", "reasons", "outcome"),
+    [
+        (obs(used=(20.0, 22.0)), "supported-candidate", [], IntervalOutcome.REDUCTION),
+        (obs(used=(20.0, 25.5)), "rejected", ["subscription-consumption-regression"], IntervalOutcome.REGRESSION),
+        (obs(used=(20.0, 25.0)), "inconclusive", ["quota-change-within-uncertainty"], IntervalOutcome.INCREASE_WITHIN_UNCERTAINTY),
+        (obs(used=(20.0, 23.0)), "inconclusive", ["quota-change-within-uncertainty"], IntervalOutcome.WITHIN_UNCERTAINTY),
+        (obs(observed_end_at=1_301), "inconclusive", ["quota-interval-mismatch"], IntervalOutcome.NOT_EVALUABLE),
+        (obs(reset_id="other"), "inconclusive", ["quota-reset-crossing"], IntervalOutcome.NOT_EVALUABLE),
+        (obs(unrelated_concurrent_use=None), "inconclusive", ["unrelated-concurrent-quota-use"], IntervalOutcome.NOT_EVALUABLE),
+        (obs(precision_percent=None), "inconclusive", ["unknown-quota-precision"], IntervalOutcome.NOT_EVALUABLE),
+        (obs(used=(20.0, 19.0)), "inconclusive", ["same-reset-utilization-decrease"], IntervalOutcome.NOT_EVALUABLE),
+    ],
+    ids=["reduction", "regression", "increase-within", "no-increase-within", "durations",
+         "reset", "concurrent-use", "precision", "decrease"],
+)  # fmt: skip
+def test_each_rule_on_one_interval(
+    candidate: QuotaObservation, verdict: str, reasons: list[str], outcome: IntervalOutcome
+) -> None:
+    judgement = judge_intervals([(obs(), candidate)])
+    assert (judgement.verdict, sorted(judgement.reasons)) == (verdict, reasons)
+    assert [c.outcome for c in judgement.comparisons] == [outcome]
+
+
+def test_first_failing_rule_decides_an_interval() -> None:
+    both = obs(observed_end_at=1_301, precision_percent=None, reset_id="other")
+    assert compare_interval(obs(), both).reason == "quota-interval-mismatch"
+
+
+def test_several_intervals_per_window_as_a_cohort_would_give_them() -> None:
+    reduced = (obs(), obs(used=(20.0, 21.0)))
+    flat = (obs(used=(30.0, 31.0)), obs(used=(40.0, 41.0)))
+    assert judge_intervals([reduced, flat, reduced]).verdict == "supported-candidate"
+    up = (obs(used=(30.0, 31.0)), obs(used=(40.0, 41.5)))
+    assert judge_intervals([reduced, up]).verdict == "inconclusive"
+    worse = (obs(used=(30.0, 31.0)), obs(used=(40.0, 43.0)))
+    judgement = judge_intervals([reduced, worse, (obs(), obs(continuity="reset"))])
+    assert judgement.verdict == "rejected"
+    assert sorted(judgement.reasons) == [
+        "quota-reset-crossing",
+        "subscription-consumption-regression",
+    ]
+
+
+def test_two_runs_missing_telemetry_or_windows() -> None:
+    assert judge_subscription(None, [obs()]).reasons == {"missing-quota-telemetry"}
+    assert judge_subscription([], [obs()]).reasons == {"missing-quota-telemetry"}
+    assert judge_subscription([obs(), obs("seven-day")], [obs()]).reasons == {
+        "missing-quota-window"
+    }
+
+
+def test_intervals_from_pairlab_snapshots() -> None:
+    """A caller holding pairlab's before/after snapshots (an evidence-eval episode pair)."""
+
+    def snap(at: int, used: float) -> Snapshot:
+        return Snapshot(
+            provider="sim",
+            window="five-hour",
+            used_percent=used,
+            precision_percent=1.0,
+            resets_at=datetime.fromtimestamp(50_000, UTC),
+            reset_id="five-hour-1",
+            observed_at=datetime.fromtimestamp(at, UTC),
+            source="sim:quota.json",
+        )
+
+    base = snapshot_interval(Provider.CLAUDE, snap(1_000, 10.0), snap(1_060, 17.0), False)
+    cand = snapshot_interval(Provider.CLAUDE, snap(2_000, 17.0), snap(2_060, 20.0), False)
+    assert base is not None and cand is not None
+    assert judge_intervals([(base, cand)]).verdict == "supported-candidate"
+    assert snapshot_interval(Provider.CLAUDE, snap(1_000, 10.0), snap(1_000, 11.0), False) is None
+
+
+def test_the_engine_judges_subscription_with_the_same_function() -> None:
+    """Both paths give the same answer on the same intervals (the golden two-provider
+    artifact and edits of it)."""
+    doc = json.loads((GOLDEN / "supported-two-providers.json").read_text())
+    for used_end in (32.0, 32.5, 35.0):
+        edited = copy.deepcopy(doc)
+        edited["pairs"][0]["candidate"]["quota_observations"][1]["used_percent_end"] = used_end
+        pair = edited["pairs"][0]
+        report = judge_artifact_bytes(json.dumps(edited).encode())
+        base = [QuotaObservation.model_validate(q) for q in pair["baseline"]["quota_observations"]]
+        cand = [QuotaObservation.model_validate(q) for q in pair["candidate"]["quota_observations"]]
+        direct = judge_intervals(shared_intervals(base, cand))
+        assert report.pairs[0].subscription_verdict == direct.verdict
+        assert report.pairs[0].subscription is not None
+        assert report.pairs[0].subscription.reasons == direct.reasons
+        assert report.pairs[0].quota_comparisons == direct.comparisons
