@@ -109,8 +109,8 @@ def select_lines(text: str, start_line: object, end_line: object) -> str:
         if not isinstance(value, int) or isinstance(value, bool) or value < 1:
             raise ValueError(f"{name} must be an integer >= 1")
     assert isinstance(start, int) and isinstance(end, int)
-    if start > end:
-        raise ValueError(f"start_line {start} is after end_line {end}")
     if start > max(len(lines), 1):
         raise ValueError(f"start_line {start} is beyond the last line ({len(lines)})")
+    if start > end:
+        raise ValueError(f"start_line {start} is after end_line {end}")
     return "".join(lines[start - 1 : end])

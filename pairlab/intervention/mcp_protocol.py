@@ -163,7 +163,8 @@ class McpSession:
 
     def _call_tool(self, request_id: object, params: dict[str, Any]) -> dict[str, Any]:
         name = params.get("name")
-        arguments = params.get("arguments") or {}
+        arguments = params.get("arguments")
+        arguments = {} if arguments is None else arguments
         if not isinstance(name, str) or name not in self.tools:
             offered = ", ".join(self.tools) or "none in this arm"
             return error_response(
