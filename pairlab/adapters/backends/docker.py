@@ -10,7 +10,8 @@ collects them all: each archive call costs the engine a rootfs mount and a
 re-exec (~45 ms here), which made collection the largest per-episode overhead
 (bench/README.md, Orchestration).
 The agent runs as a non-root user with the profile's CPU/memory/pids limits and
-network mode; the simulator's account dir is bind-mounted read-write and the
+network mode -- or, given ``network=``, on the run's own network, where only the run's
+host services are reachable (``run_network``); the simulator's account dir is bind-mounted read-write and the
 task solution read-only when the profile asks for it. Docker SDK errors are
 translated here, at the boundary, into EnvironmentUnavailable/ExecutionError;
 what the agent does (exit code, timeout, OOM) comes back as a RunOutcome.
@@ -107,7 +108,7 @@ def image_present(image: str, client: Any = None) -> str | None:
         raise ExecutionError(f"image {image}: {exc}") from exc
 
 
-def _call(what: str, fn: Callable[[], T]) -> T:
+def call_docker(what: str, fn: Callable[[], T]) -> T:
     try:
         return fn()
     except docker.errors.ImageNotFound as exc:
@@ -137,12 +138,12 @@ def _owner_alive(owner: str | None) -> bool:
 
 
 def cleanup_orphans(client: Any, active_run_ids: Set[str] = frozenset()) -> dict[str, list[str]]:
-    """Remove pairlab-managed containers and volumes whose run is not active.
+    """Remove pairlab-managed containers, volumes and run networks whose run is not active.
 
     A resource is an orphan when its run is not in ``active_run_ids``, it is not
     marked keep, and the process that created it (on this host) is gone.
     """
-    removed: dict[str, list[str]] = {"containers": [], "volumes": []}
+    removed: dict[str, list[str]] = {"containers": [], "volumes": [], "networks": []}
 
     def orphan(labels: Mapping[str, str]) -> bool:
         return (
@@ -151,7 +152,7 @@ def cleanup_orphans(client: Any, active_run_ids: Set[str] = frozenset()) -> dict
             and not _owner_alive(labels.get(LABEL_OWNER))
         )
 
-    containers = _call(
+    containers = call_docker(
         "list containers",
         lambda: client.containers.list(all=True, filters={"label": f"{LABEL_MANAGED}=true"}),
     )
@@ -162,7 +163,7 @@ def cleanup_orphans(client: Any, active_run_ids: Set[str] = frozenset()) -> dict
                 removed["containers"].append(container.name)
             except docker.errors.NotFound:
                 pass
-    volumes = _call(
+    volumes = call_docker(
         "list volumes", lambda: client.volumes.list(filters={"label": f"{LABEL_MANAGED}=true"})
     )
     for volume in volumes:
@@ -174,13 +175,25 @@ def cleanup_orphans(client: Any, active_run_ids: Set[str] = frozenset()) -> dict
                 pass
             except docker.errors.APIError:
                 pass  # still in use by a container another process is removing
+    networks = call_docker(
+        "list networks", lambda: client.networks.list(filters={"label": f"{LABEL_MANAGED}=true"})
+    )
+    for network in networks:
+        if orphan(network.attrs.get("Labels") or {}):
+            try:
+                network.remove()
+                removed["networks"].append(network.name)
+            except docker.errors.NotFound:
+                pass
+            except docker.errors.APIError:
+                pass  # a container of it is still being removed
     return removed
 
 
 def _read_log(container: Any, *, stdout: bool) -> tuple[str, bool]:
     """One stream of the container's log, kept up to STREAM_CAP_BYTES (the rest drained)."""
     capture = StreamCapture(STREAM_CAP_BYTES)
-    chunks = _call(
+    chunks = call_docker(
         "logs", lambda: container.logs(stdout=stdout, stderr=not stdout, stream=True, follow=False)
     )
     for chunk in chunks:
@@ -200,10 +213,13 @@ class DockerBackend:
         run_id: str | None = None,
         active_run_ids: Set[str] = frozenset(),
         clean_orphans: bool = True,
+        network: str | None = None,
     ) -> None:
         self.client = client if client is not None else connect()
         self.host_env = dict(os.environ if host_env is None else host_env)
         self.user = user
+        # a run network (pairlab.adapters.backends.run_network) replaces the profile's network
+        self.network = network
         # the run this backend serves is active by definition: never an orphan
         active = {*active_run_ids, *([run_id] if run_id else [])}
         if clean_orphans:
@@ -253,7 +269,7 @@ class DockerBackend:
         profile = spec.profile
         sub = workspace_subdir(spec)
         image = profile.image
-        _call(f"image {image}", lambda: self.client.images.get(image))
+        call_docker(f"image {image}", lambda: self.client.images.get(image))
         digest = hashlib.sha256(spec.episode_id.encode()).hexdigest()[:10]
         token = random_tokens.token_hex(3)
         workdir = f"{MOUNT_ROOT}/workspace" if sub == "." else f"{MOUNT_ROOT}/workspace/{sub}"
@@ -278,7 +294,7 @@ class DockerBackend:
         try:
             for role in VOLUME_ROLES:
                 name = f"pairlab-{digest}-{token}-{role}"
-                _call(
+                call_docker(
                     f"create volume {name}",
                     lambda name=name, role=role: self.client.volumes.create(  # type: ignore[misc]
                         name=name, labels=self._labels(spec, role)
@@ -294,7 +310,7 @@ class DockerBackend:
                 self._grant_account_dir(spec.sim_account_dir)
                 binds[str(spec.sim_account_dir.resolve())] = {"bind": ACCOUNT_MOUNT, "mode": "rw"}
             res = profile.resources
-            container = _call(
+            container = call_docker(
                 "create episode container",
                 lambda: self.client.containers.create(
                     image,
@@ -304,7 +320,7 @@ class DockerBackend:
                     working_dir=workdir,
                     environment={**env, **secret_env},
                     volumes=binds,
-                    network_mode=profile.network,
+                    network_mode=self.network or profile.network,
                     nano_cpus=int(res.cpus * 1e9),
                     mem_limit=f"{res.memory_mb}m",
                     memswap_limit=f"{res.memory_mb}m",
@@ -316,7 +332,7 @@ class DockerBackend:
             )
             with self._staged_tree(spec, sub) as staging:
                 archive = pack_dir(staging, uid=self.user[0], gid=self.user[1])
-            _call("populate volumes", lambda: container.put_archive(MOUNT_ROOT, archive))
+            call_docker("populate volumes", lambda: container.put_archive(MOUNT_ROOT, archive))
         except BaseException:
             self._remove(container, volumes)
             raise
@@ -355,9 +371,11 @@ class DockerBackend:
         end_ns = time.monotonic_ns()
         ended_at = datetime.now(UTC)
         if timed_out:
-            _call("stop timed-out container", lambda: container.stop(timeout=int(KILL_GRACE_S)))
-            _call("wait for killed container", lambda: container.wait(timeout=60))
-        state = _call(
+            call_docker(
+                "stop timed-out container", lambda: container.stop(timeout=int(KILL_GRACE_S))
+            )
+            call_docker("wait for killed container", lambda: container.wait(timeout=60))
+        state = call_docker(
             "inspect container", lambda: (container.reload(), container.attrs["State"])[1]
         )
         oom = bool(state.get("OOMKilled"))
@@ -384,7 +402,7 @@ class DockerBackend:
                 reason=ReasonCode.EXECUTION_FAILED,
             )
         cid = prepared.container_id
-        return _call("find episode container", lambda: self.client.containers.get(cid))
+        return call_docker("find episode container", lambda: self.client.containers.get(cid))
 
     def run(self, prepared: PreparedEpisode) -> RunOutcome:
         return self._run_container(self._container(prepared), prepared.spec.timeout_s)
@@ -396,7 +414,7 @@ class DockerBackend:
         spec = prepared.spec
         res = spec.profile.resources
         try:
-            container = _call(
+            container = call_docker(
                 "create grader container",
                 lambda: self.client.containers.create(
                     spec.profile.image,
@@ -439,7 +457,7 @@ class DockerBackend:
         dest.mkdir(parents=True, exist_ok=True)
         # One archive of the agent root holds every collected role ("agent/home/..."); anything
         # else the agent may have written into that directory itself is not collected.
-        chunks, _stat = _call("collect", lambda: container.get_archive(AGENT_ROOT))
+        chunks, _stat = call_docker("collect", lambda: container.get_archive(AGENT_ROOT))
         unpack_stream(chunks, dest, strip_components=1, include=COLLECTED_ROLES)
         return list_collected(dest)
 
