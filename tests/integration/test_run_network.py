@@ -83,7 +83,9 @@ PROBE = textwrap.dedent(
             leaks[f"{host}:{port}"] = connects(host, port)
     leaks["other-run-relay"] = connects(os.environ["OTHER_RELAY_IP"], 8080)
     leaks["public"] = connects(os.environ["PUBLIC_IP"], 443)
+    started = time.monotonic()
     leaks["dns-public"] = resolves("pypi.org")
+    out["dns_fail_s"] = time.monotonic() - started
     leaks["dns-other-relay"] = resolves(os.environ["OTHER_RELAY_NAME"])
     out["leaks"] = leaks
     print(json.dumps(out))
@@ -173,9 +175,9 @@ def _public_ip() -> str:
 
 
 def _probe(
-    client: Any, image: str, tmp_path: Path, network: str | None, env: dict[str, str]
+    client: Any, image: str, tmp_path: Path, network: RunNetwork | None, env: dict[str, str]
 ) -> dict[str, Any]:
-    fixture = tmp_path / f"fixture-{network or 'bridge'}"
+    fixture = tmp_path / f"fixture-{network.name if network else 'bridge'}"
     fixture.mkdir()
     (fixture / "probe.py").write_text(PROBE)
     profile = shell_profile(image=image).model_copy(update={"network": "bridge"})
@@ -191,11 +193,13 @@ def _probe(
         timeout_s=120,
         extra_env=env,
     )
-    backend = DockerBackend(client=client, run_id="run-net-a", network=network, host_env={})
+    backend = DockerBackend(client=client, run_id="run-net-a", run_network=network, host_env={})
     prepared = backend.prepare(spec)
     try:
         container = client.containers.get(prepared.container_id)
-        assert container.attrs["HostConfig"]["NetworkMode"] == (network or "bridge")
+        assert container.attrs["HostConfig"]["NetworkMode"] == (
+            network.name if network else "bridge"
+        )
         outcome = backend.run(prepared)
     finally:
         backend.cleanup(prepared)
@@ -231,7 +235,7 @@ def test_only_the_run_service_is_reachable(
             "OTHER_RELAY_NAME": relay_b.name,
             "PUBLIC_IP": _public_ip(),
         }
-        isolated = _probe(client, simclient_image, tmp_path, net_a.name, env)
+        isolated = _probe(client, simclient_image, tmp_path, net_a, env)
         control = _probe(client, simclient_image, tmp_path, None, env)
     assert isolated["service"] == "emulator-A /e/tok-1"
     assert isolated["echo_ok"] is True
@@ -240,6 +244,7 @@ def test_only_the_run_service_is_reachable(
         isolated["first_chunk_s"] < 1.0
     )  # streamed through, not buffered (the stream takes 1.8 s)
     assert not any(isolated["leaks"].values()), isolated["leaks"]
+    assert isolated["dns_fail_s"] < 1.0  # an outside name fails at once (no 10 s DNS timeout)
     # the control on Docker's default bridge: the same probe sees the host's other service
     bridge_gateway = _gateway(client, "bridge")
     assert control["leaks"][f"{bridge_gateway}:{env['OTHER_PORT']}"] is True

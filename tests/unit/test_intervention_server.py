@@ -381,3 +381,19 @@ def test_the_console_script_exists_and_lists_the_tools() -> None:
     ]
     version = subprocess.run([script, "--version"], capture_output=True, text=True, check=True)
     assert version.stdout.strip() == "token-optimizer 1.0.0"
+
+
+def test_sigint_ends_the_server_at_once_and_quietly(dirs: EpisodeDirs) -> None:
+    import signal
+    import time
+
+    server = ServerProcess(dirs.env("optimizer"), dirs.workspace)
+    server.handshake()
+    server.call("read_file", {"path": "src/big.py"}, callId="before-sigint")
+    began = time.monotonic()
+    server.proc.send_signal(signal.SIGINT)  # what Claude Code sends at the end of a session
+    assert server.proc.wait(timeout=10) == 0
+    assert time.monotonic() - began < 1.0
+    code, err = server.close()
+    assert code == 0 and "Traceback" not in err
+    assert [r["rpc_id"] for r in dirs.rows()] == ["before-sigint"]  # nothing lost

@@ -10,8 +10,8 @@ collects them all: each archive call costs the engine a rootfs mount and a
 re-exec (~45 ms here), which made collection the largest per-episode overhead
 (bench/README.md, Orchestration).
 The agent runs as a non-root user with the profile's CPU/memory/pids limits and
-network mode -- or, given ``network=``, on the run's own network, where only the run's
-host services are reachable (``run_network``); the simulator's account dir is bind-mounted read-write and the
+network mode -- or, given ``run_network=``, on the run's own network, where only the
+run's host services are reachable (``run_network``); the simulator's account dir is bind-mounted read-write and the
 task solution read-only when the profile asks for it. Docker SDK errors are
 translated here, at the boundary, into EnvironmentUnavailable/ExecutionError;
 what the agent does (exit code, timeout, OOM) comes back as a RunOutcome.
@@ -30,7 +30,7 @@ from collections.abc import Callable, Iterator, Mapping, Set
 from contextlib import contextmanager
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import docker
 import docker.errors
@@ -55,6 +55,9 @@ from pairlab.adapters.backends.environment import (
 )
 from pairlab.adapters.backends.process import StreamCapture, pid_alive
 from pairlab.core.errors import EnvironmentUnavailable, ExecutionError, ReasonCode
+
+if TYPE_CHECKING:
+    from pairlab.adapters.backends.run_network import RunNetwork
 
 MOUNT_ROOT = "/pairlab"
 AGENT_ROOT = f"{MOUNT_ROOT}/agent"  # parent of the collected roles' mounts
@@ -213,13 +216,13 @@ class DockerBackend:
         run_id: str | None = None,
         active_run_ids: Set[str] = frozenset(),
         clean_orphans: bool = True,
-        network: str | None = None,
+        run_network: RunNetwork | None = None,
     ) -> None:
         self.client = client if client is not None else connect()
         self.host_env = dict(os.environ if host_env is None else host_env)
         self.user = user
         # a run network (pairlab.adapters.backends.run_network) replaces the profile's network
-        self.network = network
+        self.run_network = run_network
         # the run this backend serves is active by definition: never an orphan
         active = {*active_run_ids, *([run_id] if run_id else [])}
         if clean_orphans:
@@ -309,6 +312,10 @@ class DockerBackend:
             if spec.sim_account_dir is not None:
                 self._grant_account_dir(spec.sim_account_dir)
                 binds[str(spec.sim_account_dir.resolve())] = {"bind": ACCOUNT_MOUNT, "mode": "rw"}
+            network: dict[str, Any] = {"network_mode": profile.network}
+            if self.run_network is not None:
+                network = self.run_network.episode_options()
+                binds.update(self.run_network.episode_binds())
             res = profile.resources
             container = call_docker(
                 "create episode container",
@@ -320,7 +327,7 @@ class DockerBackend:
                     working_dir=workdir,
                     environment={**env, **secret_env},
                     volumes=binds,
-                    network_mode=self.network or profile.network,
+                    **network,
                     nano_cpus=int(res.cpus * 1e9),
                     mem_limit=f"{res.memory_mb}m",
                     memswap_limit=f"{res.memory_mb}m",

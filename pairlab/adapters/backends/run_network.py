@@ -10,11 +10,19 @@ container reaches no host port, no internet, no DNS name outside the network and
 container of another network (tests/integration/test_run_network.py).
 
 The network's only other member is the run's relay container: for each
-:class:`HostService` it listens on ``listen_port`` under the service's DNS alias and
-passes every connection through a Unix socket, bind-mounted from a private host
-directory, to a forwarder thread in this process that connects to the service's own
-address (pairlab/adapters/backends/relay.py). So the emulator can stay bound to
-127.0.0.1 on the host; episodes use ``http://<alias>:<listen_port>``.
+:class:`HostService` it listens on ``listen_port`` and passes every connection through
+a Unix socket, bind-mounted from a private host directory, to a forwarder thread in
+this process that connects to the service's own address
+(pairlab/adapters/backends/relay.py). So the emulator can stay bound to 127.0.0.1 on
+the host; episodes use ``http://<alias>:<listen_port>``.
+
+Names: an episode container gets the aliases in its ``/etc/hosts`` (pointing at the
+relay) and a ``resolv.conf`` whose only nameserver is its own loopback, where nothing
+listens -- any other lookup fails at once. (Docker's embedded DNS on an internal
+network answers nothing outside it: each lookup of an outside name took 10 s to fail
+here, and the CLIs look some up.) Episodes therefore cannot resolve other containers'
+names either. :meth:`RunNetwork.episode_options` and :meth:`RunNetwork.episode_binds`
+are what ``DockerBackend(run_network=...)`` adds to each episode container.
 
 Everything is labelled like the backend's volumes (``pairlab.managed``,
 ``pairlab.run_id``, ``pairlab.owner``; role ``network`` / ``relay``) and removed by
@@ -57,6 +65,7 @@ from pairlab.core.errors import (
 SOCKET_MOUNT: Final = "/pairlab/services"
 RELAY_USER: Final = "1000:1000"
 RELAY_READY_TIMEOUT_S: Final = 30.0
+RESOLV_CONF: Final = "nameserver 127.0.0.1\noptions timeout:1 attempts:1\n"
 _ALIAS: Final = re.compile(r"^[a-z][a-z0-9-]{0,62}$")
 
 
@@ -99,6 +108,20 @@ class RunNetwork:
         self._forwarders: list[relay.UnixToTcpForwarder] = []
         self.relay_container: Any = None
         self.network: Any = None
+        self.relay_address: str | None = None
+
+    def episode_options(self) -> dict[str, Any]:
+        """``containers.create`` keywords that put an episode container on this network."""
+        if self.relay_address is None:
+            raise ExecutionError(f"run network {self.name} is closed")
+        return {
+            "network_mode": self.name,
+            "extra_hosts": {service.alias: self.relay_address for service in self.services},
+        }
+
+    def episode_binds(self) -> dict[str, dict[str, str]]:
+        """The bind mount that makes every lookup of an outside name fail at once."""
+        return {str(self._socket_dir / "resolv.conf"): {"bind": "/etc/resolv.conf", "mode": "ro"}}
 
     def url(self, alias: str, path: str = "") -> str:
         """``http://<alias>:<port><path>`` as an episode container reaches the service."""
@@ -134,6 +157,7 @@ class RunNetwork:
                     f"run network {self.name} still has containers attached: {exc.explanation}"
                 ) from exc
             self.network = None
+        self.relay_address = None
         for forwarder in self._forwarders:
             forwarder.close()
         self._forwarders.clear()
@@ -173,7 +197,7 @@ def open_run_network(
     client: Any, run_id: str, services: list[HostService], *, image: str
 ) -> RunNetwork:
     """Create the run's network and relay (``image`` must have python3, e.g. the episode
-    image); the episode containers then join it (``DockerBackend(network=net.name)``)."""
+    image); episode containers join it through ``DockerBackend(run_network=net)``."""
     if not services:
         raise InvalidInputError("a run network needs at least one host service")
     if len({s.alias for s in services}) != len(services) or len(
@@ -222,6 +246,11 @@ def open_run_network(
         )
         call_docker(f"start relay of {name}", net.relay_container.start)
         _wait_ready(net.relay_container, name)
+        net.relay_address = net.relay_container.attrs["NetworkSettings"]["Networks"][name][
+            "IPAddress"
+        ]
+        (socket_dir / "resolv.conf").write_text(RESOLV_CONF, encoding="utf-8")
+        (socket_dir / "resolv.conf").chmod(0o644)
     except BaseException:
         net.close()
         raise
