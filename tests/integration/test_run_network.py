@@ -253,7 +253,7 @@ def test_only_the_run_service_is_reachable(
 
 
 def test_the_network_is_labelled_and_removed_at_run_end(
-    simclient_image: str, services: dict[str, ThreadingHTTPServer]
+    simclient_image: str, services: dict[str, ThreadingHTTPServer], tmp_path: Path
 ) -> None:
     client = docker_client_or_skip()
     net = open_run_network(
@@ -263,7 +263,24 @@ def test_the_network_is_labelled_and_removed_at_run_end(
         image=simclient_image,
     )
     socket_dir = net._socket_dir
+    # an episode kept for inspection stays attached until the run ends
+    (tmp_path / "fx").mkdir()
+    kept_spec = EpisodeSpec(
+        run_id="run-net-c",
+        episode_id="run-net-c:t:0:baseline",
+        pair_id="run-net-c:t:0",
+        task_id="t",
+        arm="baseline",
+        prompt="true",
+        profile=shell_profile(image=simclient_image),
+        fixture_dir=tmp_path / "fx",
+        timeout_s=60,
+        keep_workspace=True,
+    )
+    backend = DockerBackend(client=client, run_id="run-net-c", run_network=net, host_env={})
+    kept = backend.prepare(kept_spec)
     try:
+        assert backend.run(kept).exit_code == 0
         network = client.networks.get(net.name)
         labels = network.attrs["Labels"]
         assert labels["pairlab.managed"] == "true" and labels["pairlab.run_id"] == "run-net-c"
@@ -279,6 +296,10 @@ def test_the_network_is_labelled_and_removed_at_run_end(
         net.close()
     net.close()  # idempotent
     assert client.networks.list(names=[net.name]) == []
+    assert client.containers.get(kept.container_id).status == "exited"  # kept for inspection
+    backend.cleanup(
+        kept.model_copy(update={"spec": kept_spec.model_copy(update={"keep_workspace": False})})
+    )
     assert client.containers.list(all=True, filters={"label": "pairlab.run_id=run-net-c"}) == []
     assert not socket_dir.exists()
     client.close()

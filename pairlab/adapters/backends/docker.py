@@ -19,6 +19,7 @@ what the agent does (exit code, timeout, OOM) comes back as a RunOutcome.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import os
 import secrets as random_tokens
@@ -184,13 +185,23 @@ def cleanup_orphans(client: Any, active_run_ids: Set[str] = frozenset()) -> dict
     for network in networks:
         if orphan(network.attrs.get("Labels") or {}):
             try:
-                network.remove()
+                remove_network(network)
                 removed["networks"].append(network.name)
             except docker.errors.NotFound:
                 pass
             except docker.errors.APIError:
                 pass  # a container of it is still being removed
     return removed
+
+
+def remove_network(network: Any) -> None:
+    """Remove a pairlab run network, first detaching what is still attached to it (episode
+    containers kept for inspection stay, without the network)."""
+    network.reload()
+    for container in network.containers:
+        with contextlib.suppress(docker.errors.NotFound):
+            network.disconnect(container, force=True)
+    network.remove()
 
 
 def _read_log(container: Any, *, stdout: bool) -> tuple[str, bool]:

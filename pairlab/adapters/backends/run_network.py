@@ -54,6 +54,7 @@ from pairlab.adapters.backends.docker import (
     LABEL_RUN,
     call_docker,
     owner_label,
+    remove_network,
 )
 from pairlab.core.errors import (
     EnvironmentUnavailable,
@@ -149,12 +150,12 @@ class RunNetwork:
             self.relay_container = None
         if self.network is not None:
             try:
-                self.network.remove()
+                remove_network(self.network)
             except docker.errors.NotFound:
                 pass
             except docker.errors.APIError as exc:
                 raise ExecutionError(
-                    f"run network {self.name} still has containers attached: {exc.explanation}"
+                    f"could not remove run network {self.name}: {exc.explanation}"
                 ) from exc
             self.network = None
         self.relay_address = None
