@@ -4,6 +4,10 @@ The episode backends set the ``PAIRLAB_*`` variables (pairlab/adapters/backends/
 environment.py); the ``TOKEN_OPTIMIZER_*`` ones are the intervention's own.
 Codex hands an MCP server only a few variables unless its config lists more
 (``env_vars``), so :data:`PASSED_ENV` is the one list the client configs name.
+
+``TOKEN_OPTIMIZER_TRACE=<file>`` appends every JSON-RPC line, payload text included,
+to that file: for debugging and for recording real clients (tests/fixtures/mcp/), never
+for an eval whose collected directories are published.
 """
 
 from __future__ import annotations
