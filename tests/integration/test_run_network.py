@@ -311,6 +311,7 @@ ORPHAN_MAKER = textwrap.dedent(
     from pairlab.adapters.backends.docker import connect
     from pairlab.adapters.backends.run_network import HostService, open_run_network
     net = open_run_network(connect(), sys.argv[1], [HostService("emulator", 9)], image=sys.argv[2])
+    print(net._socket_dir, flush=True)
     print(net.name, flush=True)
     os._exit(0)  # the owning process dies without closing its network
     """
@@ -331,7 +332,8 @@ def test_orphan_cleanup_removes_dead_runs_networks_only(
         env={**os.environ},
     )
     assert made.returncode == 0, made.stderr
-    dead_name = made.stdout.strip().splitlines()[-1]
+    dead_dir, dead_name = made.stdout.strip().splitlines()[-2:]
+    assert Path(dead_dir).is_dir()
     live = open_run_network(
         client,
         "run-net-live",
@@ -342,6 +344,8 @@ def test_orphan_cleanup_removes_dead_runs_networks_only(
         removed = cleanup_orphans(client, active_run_ids=frozenset())
         assert dead_name in removed["networks"] and f"{dead_name}-relay" in removed["containers"]
         assert client.networks.list(names=[dead_name]) == []
+        assert not Path(dead_dir).exists()  # its host socket directory too
+        assert live._socket_dir.is_dir()
         assert client.networks.list(names=[live.name]) != []  # this process is alive: not an orphan
         assert live.name not in removed["networks"]
     finally:

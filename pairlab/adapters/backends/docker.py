@@ -75,6 +75,7 @@ LABEL_RUN = "pairlab.run_id"
 LABEL_EPISODE = "pairlab.episode_id"
 LABEL_OWNER = "pairlab.owner"
 LABEL_KEEP = "pairlab.keep"
+LABEL_SOCKET_DIR = "pairlab.socket_dir"  # a run network's host directory of relay sockets
 # Host variables never forwarded into a container: the image defines its own PATH.
 HOST_ONLY_VARS = frozenset({"PATH"})
 
@@ -183,15 +184,29 @@ def cleanup_orphans(client: Any, active_run_ids: Set[str] = frozenset()) -> dict
         "list networks", lambda: client.networks.list(filters={"label": f"{LABEL_MANAGED}=true"})
     )
     for network in networks:
-        if orphan(network.attrs.get("Labels") or {}):
+        labels = network.attrs.get("Labels") or {}
+        if orphan(labels):
             try:
                 remove_network(network)
                 removed["networks"].append(network.name)
             except docker.errors.NotFound:
                 pass
             except docker.errors.APIError:
-                pass  # a container of it is still being removed
+                continue  # a container of it is still being removed
+            _remove_socket_dir(labels)
     return removed
+
+
+def _remove_socket_dir(labels: Mapping[str, str]) -> None:
+    """A dead run network's host directory of relay sockets, when it is on this host."""
+    owner, path = labels.get(LABEL_OWNER) or "", labels.get(LABEL_SOCKET_DIR)
+    if not path or owner.rpartition(":")[0] != socket.gethostname():
+        return
+    directory = Path(path)
+    if directory.parent == Path(tempfile.gettempdir()) and directory.name.startswith(
+        "pairlab-net-"
+    ):
+        shutil.rmtree(directory, ignore_errors=True)
 
 
 def remove_network(network: Any) -> None:

@@ -52,6 +52,7 @@ from pairlab.adapters.backends.docker import (
     LABEL_MANAGED,
     LABEL_OWNER,
     LABEL_RUN,
+    LABEL_SOCKET_DIR,
     call_docker,
     owner_label,
     remove_network,
@@ -218,7 +219,7 @@ def open_run_network(
                 driver="bridge",
                 internal=True,
                 options={"com.docker.network.bridge.inhibit_ipv4": "true"},
-                labels=_labels(run_id, "network"),
+                labels={**_labels(run_id, "network"), LABEL_SOCKET_DIR: str(socket_dir)},
             ),
         )
         specs = []
