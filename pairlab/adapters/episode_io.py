@@ -18,6 +18,7 @@ from pathlib import Path
 from pairlab.adapters.backends.base import CollectedFiles
 from pairlab.adapters.paths import catalog_dir
 from pairlab.adapters.profiles import load_named_profile
+from pairlab.core.accounting.ledger_rules import LEDGER_ROWS_FILE
 from pairlab.core.prices import PriceCatalog
 from pairlab.core.quota_consumption import UNKNOWN_CONCURRENT_USE, ConcurrentUse
 from pairlab.core.schemas.catalog import LoadedSuite, load_suite
@@ -26,7 +27,6 @@ from pairlab.core.schemas.quota import QuotaObservation
 from pairlab.core.schemas.usage import UsageVector
 
 FINAL_ANSWER = re.compile(r"^FINAL ANSWER:\s?(.*)$", re.MULTILINE)
-LEDGER_ROWS_FILE = "mcp-ledger.jsonl"
 
 
 def load_eval_inputs(suite_id: str, profile_name: str) -> tuple[LoadedSuite, RunnerProfile]:

@@ -10,7 +10,8 @@ collects them all: each archive call costs the engine a rootfs mount and a
 re-exec (~45 ms here), which made collection the largest per-episode overhead
 (bench/README.md, Orchestration).
 The agent runs as a non-root user with the profile's CPU/memory/pids limits and
-network mode; the simulator's account dir is bind-mounted read-write and the
+network mode -- or, given ``run_network=``, on the run's own network, where only the
+run's host services are reachable (``run_network``); the simulator's account dir is bind-mounted read-write and the
 task solution read-only when the profile asks for it. Docker SDK errors are
 translated here, at the boundary, into EnvironmentUnavailable/ExecutionError;
 what the agent does (exit code, timeout, OOM) comes back as a RunOutcome.
@@ -18,6 +19,7 @@ what the agent does (exit code, timeout, OOM) comes back as a RunOutcome.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import os
 import secrets as random_tokens
@@ -29,7 +31,7 @@ from collections.abc import Callable, Iterator, Mapping, Set
 from contextlib import contextmanager
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import docker
 import docker.errors
@@ -55,6 +57,9 @@ from pairlab.adapters.backends.environment import (
 from pairlab.adapters.backends.process import StreamCapture, pid_alive
 from pairlab.core.errors import EnvironmentUnavailable, ExecutionError, ReasonCode
 
+if TYPE_CHECKING:
+    from pairlab.adapters.backends.run_network import RunNetwork
+
 MOUNT_ROOT = "/pairlab"
 AGENT_ROOT = f"{MOUNT_ROOT}/agent"  # parent of the collected roles' mounts
 VOLUME_ROLES = ("workspace", "home", "graph", "state")
@@ -70,6 +75,7 @@ LABEL_RUN = "pairlab.run_id"
 LABEL_EPISODE = "pairlab.episode_id"
 LABEL_OWNER = "pairlab.owner"
 LABEL_KEEP = "pairlab.keep"
+LABEL_SOCKET_DIR = "pairlab.socket_dir"  # a run network's host directory of relay sockets
 # Host variables never forwarded into a container: the image defines its own PATH.
 HOST_ONLY_VARS = frozenset({"PATH"})
 
@@ -107,7 +113,7 @@ def image_present(image: str, client: Any = None) -> str | None:
         raise ExecutionError(f"image {image}: {exc}") from exc
 
 
-def _call(what: str, fn: Callable[[], T]) -> T:
+def call_docker(what: str, fn: Callable[[], T]) -> T:
     try:
         return fn()
     except docker.errors.ImageNotFound as exc:
@@ -137,12 +143,12 @@ def _owner_alive(owner: str | None) -> bool:
 
 
 def cleanup_orphans(client: Any, active_run_ids: Set[str] = frozenset()) -> dict[str, list[str]]:
-    """Remove pairlab-managed containers and volumes whose run is not active.
+    """Remove pairlab-managed containers, volumes and run networks whose run is not active.
 
     A resource is an orphan when its run is not in ``active_run_ids``, it is not
     marked keep, and the process that created it (on this host) is gone.
     """
-    removed: dict[str, list[str]] = {"containers": [], "volumes": []}
+    removed: dict[str, list[str]] = {"containers": [], "volumes": [], "networks": []}
 
     def orphan(labels: Mapping[str, str]) -> bool:
         return (
@@ -151,7 +157,7 @@ def cleanup_orphans(client: Any, active_run_ids: Set[str] = frozenset()) -> dict
             and not _owner_alive(labels.get(LABEL_OWNER))
         )
 
-    containers = _call(
+    containers = call_docker(
         "list containers",
         # ignore_removed: another process's container may be removed between list and inspect
         lambda: client.containers.list(
@@ -165,7 +171,7 @@ def cleanup_orphans(client: Any, active_run_ids: Set[str] = frozenset()) -> dict
                 removed["containers"].append(container.name)
             except docker.errors.NotFound:
                 pass
-    volumes = _call(
+    volumes = call_docker(
         "list volumes", lambda: client.volumes.list(filters={"label": f"{LABEL_MANAGED}=true"})
     )
     for volume in volumes:
@@ -177,13 +183,49 @@ def cleanup_orphans(client: Any, active_run_ids: Set[str] = frozenset()) -> dict
                 pass
             except docker.errors.APIError:
                 pass  # still in use by a container another process is removing
+    networks = call_docker(
+        "list networks", lambda: client.networks.list(filters={"label": f"{LABEL_MANAGED}=true"})
+    )
+    for network in networks:
+        labels = network.attrs.get("Labels") or {}
+        if orphan(labels):
+            try:
+                remove_network(network)
+                removed["networks"].append(network.name)
+            except docker.errors.NotFound:
+                pass
+            except docker.errors.APIError:
+                continue  # a container of it is still being removed
+            _remove_socket_dir(labels)
     return removed
+
+
+def _remove_socket_dir(labels: Mapping[str, str]) -> None:
+    """A dead run network's host directory of relay sockets, when it is on this host."""
+    owner, path = labels.get(LABEL_OWNER) or "", labels.get(LABEL_SOCKET_DIR)
+    if not path or owner.rpartition(":")[0] != socket.gethostname():
+        return
+    directory = Path(path)
+    if directory.parent == Path(tempfile.gettempdir()) and directory.name.startswith(
+        "pairlab-net-"
+    ):
+        shutil.rmtree(directory, ignore_errors=True)
+
+
+def remove_network(network: Any) -> None:
+    """Remove a pairlab run network, first detaching what is still attached to it (episode
+    containers kept for inspection stay, without the network)."""
+    network.reload()
+    for container in network.containers:
+        with contextlib.suppress(docker.errors.NotFound):
+            network.disconnect(container, force=True)
+    network.remove()
 
 
 def _read_log(container: Any, *, stdout: bool) -> tuple[str, bool]:
     """One stream of the container's log, kept up to STREAM_CAP_BYTES (the rest drained)."""
     capture = StreamCapture(STREAM_CAP_BYTES)
-    chunks = _call(
+    chunks = call_docker(
         "logs", lambda: container.logs(stdout=stdout, stderr=not stdout, stream=True, follow=False)
     )
     for chunk in chunks:
@@ -203,10 +245,13 @@ class DockerBackend:
         run_id: str | None = None,
         active_run_ids: Set[str] = frozenset(),
         clean_orphans: bool = True,
+        run_network: RunNetwork | None = None,
     ) -> None:
         self.client = client if client is not None else connect()
         self.host_env = dict(os.environ if host_env is None else host_env)
         self.user = user
+        # a run network (pairlab.adapters.backends.run_network) replaces the profile's network
+        self.run_network = run_network
         # the run this backend serves is active by definition: never an orphan
         active = {*active_run_ids, *([run_id] if run_id else [])}
         if clean_orphans:
@@ -256,7 +301,7 @@ class DockerBackend:
         profile = spec.profile
         sub = workspace_subdir(spec)
         image = profile.image
-        _call(f"image {image}", lambda: self.client.images.get(image))
+        call_docker(f"image {image}", lambda: self.client.images.get(image))
         digest = hashlib.sha256(spec.episode_id.encode()).hexdigest()[:10]
         token = random_tokens.token_hex(3)
         workdir = f"{MOUNT_ROOT}/workspace" if sub == "." else f"{MOUNT_ROOT}/workspace/{sub}"
@@ -281,7 +326,7 @@ class DockerBackend:
         try:
             for role in VOLUME_ROLES:
                 name = f"pairlab-{digest}-{token}-{role}"
-                _call(
+                call_docker(
                     f"create volume {name}",
                     lambda name=name, role=role: self.client.volumes.create(  # type: ignore[misc]
                         name=name, labels=self._labels(spec, role)
@@ -296,8 +341,12 @@ class DockerBackend:
             if spec.sim_account_dir is not None:
                 self._grant_account_dir(spec.sim_account_dir)
                 binds[str(spec.sim_account_dir.resolve())] = {"bind": ACCOUNT_MOUNT, "mode": "rw"}
+            network: dict[str, Any] = {"network_mode": profile.network}
+            if self.run_network is not None:
+                network = self.run_network.episode_options()
+                binds.update(self.run_network.episode_binds())
             res = profile.resources
-            container = _call(
+            container = call_docker(
                 "create episode container",
                 lambda: self.client.containers.create(
                     image,
@@ -307,7 +356,7 @@ class DockerBackend:
                     working_dir=workdir,
                     environment={**env, **secret_env},
                     volumes=binds,
-                    network_mode=profile.network,
+                    **network,
                     nano_cpus=int(res.cpus * 1e9),
                     mem_limit=f"{res.memory_mb}m",
                     memswap_limit=f"{res.memory_mb}m",
@@ -319,7 +368,7 @@ class DockerBackend:
             )
             with self._staged_tree(spec, sub) as staging:
                 archive = pack_dir(staging, uid=self.user[0], gid=self.user[1])
-            _call("populate volumes", lambda: container.put_archive(MOUNT_ROOT, archive))
+            call_docker("populate volumes", lambda: container.put_archive(MOUNT_ROOT, archive))
         except BaseException:
             self._remove(container, volumes)
             raise
@@ -358,9 +407,11 @@ class DockerBackend:
         end_ns = time.monotonic_ns()
         ended_at = datetime.now(UTC)
         if timed_out:
-            _call("stop timed-out container", lambda: container.stop(timeout=int(KILL_GRACE_S)))
-            _call("wait for killed container", lambda: container.wait(timeout=60))
-        state = _call(
+            call_docker(
+                "stop timed-out container", lambda: container.stop(timeout=int(KILL_GRACE_S))
+            )
+            call_docker("wait for killed container", lambda: container.wait(timeout=60))
+        state = call_docker(
             "inspect container", lambda: (container.reload(), container.attrs["State"])[1]
         )
         oom = bool(state.get("OOMKilled"))
@@ -387,7 +438,7 @@ class DockerBackend:
                 reason=ReasonCode.EXECUTION_FAILED,
             )
         cid = prepared.container_id
-        return _call("find episode container", lambda: self.client.containers.get(cid))
+        return call_docker("find episode container", lambda: self.client.containers.get(cid))
 
     def run(self, prepared: PreparedEpisode) -> RunOutcome:
         return self._run_container(self._container(prepared), prepared.spec.timeout_s)
@@ -399,7 +450,7 @@ class DockerBackend:
         spec = prepared.spec
         res = spec.profile.resources
         try:
-            container = _call(
+            container = call_docker(
                 "create grader container",
                 lambda: self.client.containers.create(
                     spec.profile.image,
@@ -442,7 +493,7 @@ class DockerBackend:
         dest.mkdir(parents=True, exist_ok=True)
         # One archive of the agent root holds every collected role ("agent/home/..."); anything
         # else the agent may have written into that directory itself is not collected.
-        chunks, _stat = _call("collect", lambda: container.get_archive(AGENT_ROOT))
+        chunks, _stat = call_docker("collect", lambda: container.get_archive(AGENT_ROOT))
         unpack_stream(chunks, dest, strip_components=1, include=COLLECTED_ROLES)
         return list_collected(dest)
 

