@@ -1,0 +1,160 @@
+"""Anthropic Messages API wire format: the message, its SSE stream, errors, headers.
+
+Stream (``stream: true``): ``message_start`` (the message with no content and the
+input usage, ``output_tokens`` 1), ``ping``, then per content block
+``content_block_start`` / ``content_block_delta`` (``text_delta`` chunks, or
+``input_json_delta`` chunks of a ``tool_use`` input) / ``content_block_stop``, then
+``message_delta`` (stop reason and the final usage) and ``message_stop``.
+Errors: ``{"type": "error", "error": {"type", "message"}, "request_id"}``.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any, Final
+
+from pairlab.core.emulator.scripted_model import ModelTurn
+
+CHUNK_CHARS: Final = 64
+ERROR_STATUS: Final = {
+    "invalid_request_error": 400,
+    "authentication_error": 401,
+    "not_found_error": 404,
+    "rate_limit_error": 429,
+    "api_error": 500,
+    "overloaded_error": 529,
+}
+
+
+def content_blocks(turn: ModelTurn, tool_use_id: str) -> list[dict[str, Any]]:
+    blocks: list[dict[str, Any]] = []
+    if turn.text:
+        blocks.append({"type": "text", "text": turn.text})
+    if turn.call is not None:
+        blocks.append(
+            {
+                "type": "tool_use",
+                "id": tool_use_id,
+                "name": turn.call.name,
+                "input": turn.call.arguments or {},
+            }
+        )
+    return blocks
+
+
+def usage_object(
+    *, uncached: int, cache_read: int, write_5m: int, write_1h: int, output: int
+) -> dict[str, Any]:
+    return {
+        "input_tokens": uncached,
+        "cache_creation_input_tokens": write_5m + write_1h,
+        "cache_read_input_tokens": cache_read,
+        "cache_creation": {
+            "ephemeral_5m_input_tokens": write_5m,
+            "ephemeral_1h_input_tokens": write_1h,
+        },
+        "output_tokens": output,
+        "service_tier": "standard",
+    }
+
+
+def message(
+    *, message_id: str, model: str, blocks: list[dict[str, Any]], usage: dict[str, Any]
+) -> dict[str, Any]:
+    has_tool = any(b["type"] == "tool_use" for b in blocks)
+    return {
+        "id": message_id,
+        "type": "message",
+        "role": "assistant",
+        "model": model,
+        "content": blocks,
+        "stop_reason": "tool_use" if has_tool else "end_turn",
+        "stop_sequence": None,
+        "usage": usage,
+    }
+
+
+def _chunks(text: str) -> list[str]:
+    return [text[i : i + CHUNK_CHARS] for i in range(0, len(text), CHUNK_CHARS)] or [""]
+
+
+def stream_events(full: dict[str, Any]) -> list[dict[str, Any]]:
+    """The SSE events of a message, in order (``full`` is the complete message)."""
+    start_usage = {**full["usage"], "output_tokens": 1}
+    events: list[dict[str, Any]] = [
+        {
+            "type": "message_start",
+            "message": {**full, "content": [], "stop_reason": None, "usage": start_usage},
+        },
+        {"type": "ping"},
+    ]
+    for index, block in enumerate(full["content"]):
+        if block["type"] == "text":
+            events.append(
+                {
+                    "type": "content_block_start",
+                    "index": index,
+                    "content_block": {"type": "text", "text": ""},
+                }
+            )
+            events.extend(
+                {
+                    "type": "content_block_delta",
+                    "index": index,
+                    "delta": {"type": "text_delta", "text": part},
+                }
+                for part in _chunks(block["text"])
+            )
+        else:
+            events.append(
+                {
+                    "type": "content_block_start",
+                    "index": index,
+                    "content_block": {**block, "input": {}},
+                }
+            )
+            events.extend(
+                {
+                    "type": "content_block_delta",
+                    "index": index,
+                    "delta": {"type": "input_json_delta", "partial_json": part},
+                }
+                for part in _chunks(json.dumps(block["input"], ensure_ascii=False))
+            )
+        events.append({"type": "content_block_stop", "index": index})
+    events.append(
+        {
+            "type": "message_delta",
+            "delta": {"stop_reason": full["stop_reason"], "stop_sequence": None},
+            "usage": full["usage"],
+        }
+    )
+    events.append({"type": "message_stop"})
+    return events
+
+
+def cut_point(events: list[dict[str, Any]]) -> int:
+    """Where a cut stream ends: after the first content delta (mid-block, nothing complete)."""
+    for i, event in enumerate(events):
+        if event["type"] == "content_block_delta":
+            return i + 1
+    return 1
+
+
+def error_body(error_type: str, text: str, request_id: str) -> dict[str, Any]:
+    return {
+        "type": "error",
+        "error": {"type": error_type, "message": text},
+        "request_id": request_id,
+    }
+
+
+__all__ = [
+    "ERROR_STATUS",
+    "content_blocks",
+    "cut_point",
+    "error_body",
+    "message",
+    "stream_events",
+    "usage_object",
+]

@@ -1,0 +1,288 @@
+"""OpenAI Responses API wire format: output items, the SSE stream, errors.
+
+Stream: ``response.created`` and ``response.in_progress`` (the response with no
+output), then per output item ``response.output_item.added``, its content events
+(a reasoning summary's ``response.reasoning_summary_*``, a message's
+``response.content_part.*`` / ``response.output_text.*``, a function call's
+``response.function_call_arguments.*``, a custom tool call's
+``response.custom_tool_call_input.*``) and ``response.output_item.done``, then
+``response.completed`` with the whole response and its usage. Every event carries a
+``sequence_number``. Errors: ``{"error": {"message", "type", "param", "code"}}``.
+Items: ``reasoning``, ``message``, ``function_call`` (with ``namespace`` for an MCP
+tool), ``custom_tool_call`` (``apply_patch``), ``tool_search_call``.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from typing import Any, Final
+
+from pairlab.core.emulator.scripted_model import ModelTurn
+
+CHUNK_CHARS: Final = 64
+ERROR_STATUS: Final = {
+    "invalid_request_error": 400,
+    "not_found_error": 404,
+    "rate_limit_exceeded": 429,
+    "server_error": 500,
+    "server_is_overloaded": 529,
+}
+
+
+def output_items(turn: ModelTurn, ids: Callable[[str], str]) -> list[dict[str, Any]]:
+    """The response's output for one scripted turn; ``ids(prefix)`` mints stable ids."""
+    items: list[dict[str, Any]] = []
+    if turn.reasoning:
+        items.append(
+            {
+                "type": "reasoning",
+                "id": ids("rs"),
+                "summary": [{"type": "summary_text", "text": turn.reasoning}],
+            }
+        )
+    if turn.text:
+        items.append(
+            {
+                "type": "message",
+                "id": ids("msg"),
+                "role": "assistant",
+                "status": "completed",
+                "content": [{"type": "output_text", "text": turn.text, "annotations": []}],
+            }
+        )
+    call = turn.call
+    if call is None:
+        return items
+    if call.kind == "custom":
+        items.append(
+            {
+                "type": "custom_tool_call",
+                "id": ids("ctc"),
+                "call_id": ids("call"),
+                "name": call.name,
+                "input": call.raw_input or "",
+                "status": "completed",
+            }
+        )
+    elif call.kind == "tool_search":
+        items.append(
+            {
+                "type": "tool_search_call",
+                "id": ids("tsc"),
+                "call_id": ids("call"),
+                "execution": "client",
+                "arguments": call.arguments or {},
+                "status": "completed",
+            }
+        )
+    else:
+        item: dict[str, Any] = {
+            "type": "function_call",
+            "id": ids("fc"),
+            "call_id": ids("call"),
+            "name": call.name,
+            "arguments": json.dumps(call.arguments or {}, ensure_ascii=False),
+            "status": "completed",
+        }
+        if call.namespace:
+            item["namespace"] = call.namespace
+        items.append(item)
+    return items
+
+
+def usage_object(*, total_input: int, cached: int, output: int, reasoning: int) -> dict[str, Any]:
+    return {
+        "input_tokens": total_input,
+        "input_tokens_details": {"cached_tokens": cached},
+        "output_tokens": output,
+        "output_tokens_details": {"reasoning_tokens": reasoning},
+        "total_tokens": total_input + output,
+    }
+
+
+def response(
+    *,
+    response_id: str,
+    model: str,
+    created_at: int,
+    output: list[dict[str, Any]],
+    usage: dict[str, Any] | None,
+    status: str,
+) -> dict[str, Any]:
+    return {
+        "id": response_id,
+        "object": "response",
+        "created_at": created_at,
+        "status": status,
+        "model": model,
+        "output": output,
+        "usage": usage,
+        "error": None,
+        "incomplete_details": None,
+        "instructions": None,
+        "metadata": {},
+        "parallel_tool_calls": True,
+        "temperature": 1.0,
+        "top_p": 1.0,
+        "tool_choice": "auto",
+        "tools": [],
+    }
+
+
+def _chunks(text: str) -> list[str]:
+    return [text[i : i + CHUNK_CHARS] for i in range(0, len(text), CHUNK_CHARS)] or [""]
+
+
+def _item_events(index: int, item: dict[str, Any]) -> list[dict[str, Any]]:
+    kind, item_id = item["type"], item["id"]
+    base = {"item_id": item_id, "output_index": index}
+    if kind == "message":
+        text = item["content"][0]["text"]
+        part = {"type": "output_text", "text": "", "annotations": []}
+        return [
+            {
+                "type": "response.output_item.added",
+                "output_index": index,
+                "item": {**item, "status": "in_progress", "content": []},
+            },
+            {"type": "response.content_part.added", **base, "content_index": 0, "part": part},
+            *(
+                {
+                    "type": "response.output_text.delta",
+                    **base,
+                    "content_index": 0,
+                    "delta": d,
+                    "logprobs": [],
+                }
+                for d in _chunks(text)
+            ),
+            {
+                "type": "response.output_text.done",
+                **base,
+                "content_index": 0,
+                "text": text,
+                "logprobs": [],
+            },
+            {
+                "type": "response.content_part.done",
+                **base,
+                "content_index": 0,
+                "part": {**part, "text": text},
+            },
+        ]
+    if kind == "reasoning":
+        text = item["summary"][0]["text"]
+        part = {"type": "summary_text", "text": ""}
+        return [
+            {
+                "type": "response.output_item.added",
+                "output_index": index,
+                "item": {**item, "summary": []},
+            },
+            {
+                "type": "response.reasoning_summary_part.added",
+                **base,
+                "summary_index": 0,
+                "part": part,
+            },
+            *(
+                {
+                    "type": "response.reasoning_summary_text.delta",
+                    **base,
+                    "summary_index": 0,
+                    "delta": d,
+                }
+                for d in _chunks(text)
+            ),
+            {
+                "type": "response.reasoning_summary_text.done",
+                **base,
+                "summary_index": 0,
+                "text": text,
+            },
+            {
+                "type": "response.reasoning_summary_part.done",
+                **base,
+                "summary_index": 0,
+                "part": {**part, "text": text},
+            },
+        ]
+    if kind == "function_call":
+        args = item["arguments"]
+        return [
+            {
+                "type": "response.output_item.added",
+                "output_index": index,
+                "item": {**item, "arguments": "", "status": "in_progress"},
+            },
+            *(
+                {"type": "response.function_call_arguments.delta", **base, "delta": d}
+                for d in _chunks(args)
+            ),
+            {"type": "response.function_call_arguments.done", **base, "arguments": args},
+        ]
+    if kind == "custom_tool_call":
+        text = item["input"]
+        return [
+            {
+                "type": "response.output_item.added",
+                "output_index": index,
+                "item": {**item, "input": "", "status": "in_progress"},
+            },
+            *(
+                {
+                    "type": "response.custom_tool_call_input.delta",
+                    **base,
+                    "call_id": item["call_id"],
+                    "delta": d,
+                }
+                for d in _chunks(text)
+            ),
+            {
+                "type": "response.custom_tool_call_input.done",
+                **base,
+                "call_id": item["call_id"],
+                "input": text,
+            },
+        ]
+    return [{"type": "response.output_item.added", "output_index": index, "item": item}]
+
+
+def stream_events(final: dict[str, Any]) -> list[dict[str, Any]]:
+    """The SSE events of a completed response, with sequence numbers."""
+    opening = {**final, "status": "in_progress", "output": [], "usage": None}
+    events: list[dict[str, Any]] = [
+        {"type": "response.created", "response": opening},
+        {"type": "response.in_progress", "response": opening},
+    ]
+    for index, item in enumerate(final["output"]):
+        events.extend(_item_events(index, item))
+        events.append({"type": "response.output_item.done", "output_index": index, "item": item})
+    events.append({"type": "response.completed", "response": final})
+    return [{**e, "sequence_number": n} for n, e in enumerate(events)]
+
+
+def cut_point(events: list[dict[str, Any]]) -> int:
+    """Where a cut stream ends: after the first delta (before any item is done)."""
+    for i, event in enumerate(events):
+        if event["type"].endswith(".delta"):
+            return i + 1
+    return 2
+
+
+def error_body(
+    error_type: str, text: str, *, param: str | None = None, code: str | None = None
+) -> dict[str, Any]:
+    return {"error": {"message": text, "type": error_type, "param": param, "code": code}}
+
+
+__all__ = [
+    "ERROR_STATUS",
+    "cut_point",
+    "error_body",
+    "output_items",
+    "response",
+    "stream_events",
+    "usage_object",
+]

@@ -1,0 +1,55 @@
+"""What the emulator answers: a JSON body or an SSE stream, plus what to do once it is out.
+
+The HTTP layer writes a :class:`Reply` and then calls ``on_delivered`` when every
+byte reached the socket, or ``on_failed`` (with a reason) when the stream was cut on
+purpose or the client went away -- which is how the ledger knows whether a
+response's usage was delivered.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+
+def _nothing() -> None:
+    return None
+
+
+def _nothing_failed(reason: str) -> None:
+    return None
+
+
+@dataclass
+class Reply:
+    status: int
+    headers: dict[str, str] = field(default_factory=dict)
+    body: bytes | None = None  # a whole body (JSON)
+    frames: list[bytes] | None = None  # SSE frames, written one by one
+    cut_after: int | None = None  # close the connection after this many frames
+    on_delivered: Callable[[], None] = _nothing
+    on_failed: Callable[[str], None] = _nothing_failed
+
+    @property
+    def is_stream(self) -> bool:
+        return self.frames is not None
+
+
+def json_reply(status: int, payload: Any, headers: dict[str, str] | None = None) -> Reply:
+    body = json.dumps(payload, ensure_ascii=False, separators=(",", ":")).encode()
+    return Reply(
+        status=status,
+        headers={"content-type": "application/json", **(headers or {})},
+        body=body,
+    )
+
+
+def sse_frame(event: dict[str, Any]) -> bytes:
+    """One server-sent event: ``event: <type>`` and its JSON ``data`` line."""
+    data = json.dumps(event, ensure_ascii=False, separators=(",", ":"))
+    return f"event: {event['type']}\ndata: {data}\n\n".encode()
+
+
+__all__ = ["Reply", "json_reply", "sse_frame"]
