@@ -133,12 +133,20 @@ def stream_events(full: dict[str, Any]) -> list[dict[str, Any]]:
     return events
 
 
-def cut_point(events: list[dict[str, Any]]) -> int:
-    """Where a cut stream ends: after the first content delta (mid-block, nothing complete)."""
-    for i, event in enumerate(events):
-        if event["type"] == "content_block_delta":
-            return i + 1
-    return 1
+# A cut stream ends after message_start by default: the client has the input usage and
+# no content, and Claude Code 2.1.332 then retries the turn without streaming.
+DEFAULT_CUT_AFTER_EVENTS: Final = 1
+
+
+def stated_usage(events: list[dict[str, Any]], sent: int) -> dict[str, Any] | None:
+    """The last usage the client was told among the first ``sent`` events."""
+    stated = None
+    for event in events[:sent]:
+        if event["type"] == "message_start":
+            stated = event["message"]["usage"]
+        elif event["type"] == "message_delta":
+            stated = event["usage"]
+    return stated
 
 
 def error_body(error_type: str, text: str, request_id: str) -> dict[str, Any]:
@@ -150,11 +158,12 @@ def error_body(error_type: str, text: str, request_id: str) -> dict[str, Any]:
 
 
 __all__ = [
+    "DEFAULT_CUT_AFTER_EVENTS",
     "ERROR_STATUS",
     "content_blocks",
-    "cut_point",
     "error_body",
     "message",
+    "stated_usage",
     "stream_events",
     "usage_object",
 ]

@@ -76,6 +76,51 @@ def keep_request(episode: Episode, seq: int, req: Incoming) -> None:
     (folder / f"{seq:04d}.json").write_bytes(req.body)
 
 
+def anthropic_vector(wire: Mapping[str, Any]) -> UsageVector:
+    """The 7 dimensions of an Anthropic usage object (what the Claude reader computes)."""
+    split = wire.get("cache_creation") or {}
+    details = wire.get("output_tokens_details")
+    return UsageVector(
+        uncached_input=wire["input_tokens"],
+        cache_read=wire["cache_read_input_tokens"],
+        cache_write_5m=split.get("ephemeral_5m_input_tokens"),
+        cache_write_1h=split.get("ephemeral_1h_input_tokens"),
+        output=wire["output_tokens"],
+        reasoning=details.get("thinking_tokens") if isinstance(details, dict) else None,
+    )
+
+
+def openai_vector(wire: Mapping[str, Any]) -> UsageVector:
+    """The 7 dimensions of a Responses usage object. OpenAI bills no cache writes and
+    Codex records them as 0, so the write dimension is 0, not unknown."""
+    cached = wire["input_tokens_details"]["cached_tokens"]
+    return UsageVector(
+        uncached_input=wire["input_tokens"] - cached,
+        cache_read=cached,
+        cache_write_generic=0,
+        output=wire["output_tokens"],
+        reasoning=wire["output_tokens_details"]["reasoning_tokens"],
+    )
+
+
+def _cut_after(fault: Fault | None, default: int) -> int | None:
+    if fault is None or fault.kind != "cut-stream":
+        return None
+    return default if fault.cut_after_events is None else fault.cut_after_events
+
+
+def _sse_reply(
+    events: list[dict[str, Any]], headers: dict[str, str], cut: int | None, fault: Fault | None
+) -> Reply:
+    return Reply(
+        status=200,
+        headers={"content-type": "text/event-stream", "cache-control": "no-cache", **headers},
+        frames=[sse_frame(e) for e in events],
+        cut_after=cut,
+        cut_drops_connection=fault is not None and fault.cut_style == "drop",
+    )
+
+
 class ModelApi:
     def __init__(
         self,
@@ -266,28 +311,43 @@ class ModelApi:
         row: RequestRow,
         started: float,
         provider: Provider,
-        usage: UsageVector,
         reply: Reply,
+        events: list[dict[str, Any]] | None,
     ) -> Reply:
-        def delivered() -> None:
-            with self.lock:
-                after = account.quota.charge(provider, usage, self.clock())
-            self._write(
-                episode, row, started, status=reply.status, delivered=True, quota_after=after
-            )
+        """Bill, charge and log once the reply is out: in full when it was delivered whole,
+        else for the usage the events sent had stated (see ``core.emulator.ledger``)."""
+        to_vector = anthropic_vector if provider == "anthropic" else openai_vector
+        stated_in = (
+            anthropic_wire.stated_usage if provider == "anthropic" else openai_wire.stated_usage
+        )
 
-        def failed(reason: str) -> None:
+        def bill(wire: dict[str, Any] | None, **update: Any) -> None:
+            usage = to_vector(wire) if wire is not None else None
             with self.lock:
-                after = account.quota.snapshot(self.clock())
+                now = self.clock()
+                after = (
+                    account.quota.charge(provider, usage, now)
+                    if usage is not None
+                    else account.quota.snapshot(now)
+                )
             self._write(
                 episode,
                 row,
                 started,
                 status=reply.status,
-                delivered=False,
                 quota_after=after,
-                error_message=reason,
+                usage_wire=wire,
+                usage=usage,
+                billed=usage is not None,
+                **update,
             )
+
+        def delivered() -> None:
+            bill(row.usage_wire, delivered=True)
+
+        def failed(reason: str, frames_sent: int) -> None:
+            stated = stated_in(events, frames_sent) if events is not None else None
+            bill(stated, delivered=False, error_message=reason)
 
         reply.on_delivered, reply.on_failed = delivered, failed
         return reply
@@ -362,40 +422,21 @@ class ModelApi:
         reports_thinking = "thinking-token-count" in req.headers.get("anthropic-beta", "")
         if reports_thinking:
             wire_usage["output_tokens_details"] = {"thinking_tokens": 0}
-        usage = UsageVector(
-            uncached_input=cache.uncached,
-            cache_read=cache.cache_read,
-            cache_write_5m=cache.cache_write_5m,
-            cache_write_1h=cache.cache_write_1h,
-            output=output,
-            reasoning=0 if reports_thinking else None,
-        )
         full = anthropic_wire.message(
             message_id=mint("msg"), model=body["model"], blocks=blocks, usage=wire_usage
         )
-        row = row.model_copy(
-            update={"usage_wire": wire_usage, "usage": usage, "response_id": full["id"]}
-        )
+        row = row.model_copy(update={"usage_wire": wire_usage, "response_id": full["id"]})
         headers = {"request-id": row.request_id}
         if row.auth == "oauth":
             headers.update(anthropic_unified_headers(before))
-        if stream:
-            events = anthropic_wire.stream_events(full)
-            cut = anthropic_wire.cut_point(events) if fault and fault.kind == "cut-stream" else None
-            row = row.model_copy(update={"fault": "cut-stream"} if cut else {})
-            reply = Reply(
-                status=200,
-                headers={
-                    "content-type": "text/event-stream",
-                    "cache-control": "no-cache",
-                    **headers,
-                },
-                frames=[sse_frame(e) for e in events],
-                cut_after=cut,
-            )
-        else:
+        events = anthropic_wire.stream_events(full) if stream else None
+        if events is None:
             reply = json_reply(200, full, headers)
-        return self._finish(episode, account, row, started, "anthropic", usage, reply)
+        else:
+            cut = _cut_after(fault, anthropic_wire.DEFAULT_CUT_AFTER_EVENTS)
+            row = row.model_copy(update={"fault": "cut-stream"} if cut is not None else {})
+            reply = _sse_reply(events, headers, cut, fault)
+        return self._finish(episode, account, row, started, "anthropic", reply, events)
 
     def anthropic_count_tokens(self, episode: Episode, req: Incoming) -> Reply:
         started = time.perf_counter()
@@ -477,13 +518,6 @@ class ModelApi:
         wire_usage = openai_wire.usage_object(
             total_input=cache.total, cached=cache.cache_read, output=output, reasoning=reasoning
         )
-        usage = UsageVector(
-            uncached_input=cache.uncached,
-            cache_read=cache.cache_read,
-            cache_write_generic=0,  # OpenAI bills no cache writes (Codex records 0)
-            output=output,
-            reasoning=reasoning,
-        )
         final = openai_wire.response(
             response_id=mint("resp"),
             model=body["model"],
@@ -492,31 +526,20 @@ class ModelApi:
             usage=wire_usage,
             status="completed",
         )
-        row = row.model_copy(
-            update={"usage_wire": wire_usage, "usage": usage, "response_id": final["id"]}
-        )
+        row = row.model_copy(update={"usage_wire": wire_usage, "response_id": final["id"]})
         headers = {
             "x-request-id": row.request_id,
             "openai-model": body["model"],
             **codex_headers(before),
         }
-        if stream:
-            events = openai_wire.stream_events(final)
-            cut = openai_wire.cut_point(events) if fault and fault.kind == "cut-stream" else None
-            row = row.model_copy(update={"fault": "cut-stream"} if cut else {})
-            reply = Reply(
-                status=200,
-                headers={
-                    "content-type": "text/event-stream",
-                    "cache-control": "no-cache",
-                    **headers,
-                },
-                frames=[sse_frame(e) for e in events],
-                cut_after=cut,
-            )
-        else:
+        events = openai_wire.stream_events(final) if stream else None
+        if events is None:
             reply = json_reply(200, final, headers)
-        return self._finish(episode, account, row, started, "openai", usage, reply)
+        else:
+            cut = _cut_after(fault, openai_wire.default_cut_point(events))
+            row = row.model_copy(update={"fault": "cut-stream"} if cut is not None else {})
+            reply = _sse_reply(events, headers, cut, fault)
+        return self._finish(episode, account, row, started, "openai", reply, events)
 
 
 __all__ = ["Incoming", "ModelApi", "auth_kind"]

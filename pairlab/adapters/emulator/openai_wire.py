@@ -263,12 +263,21 @@ def stream_events(final: dict[str, Any]) -> list[dict[str, Any]]:
     return [{**e, "sequence_number": n} for n, e in enumerate(events)]
 
 
-def cut_point(events: list[dict[str, Any]]) -> int:
-    """Where a cut stream ends: after the first delta (before any item is done)."""
+def default_cut_point(events: list[dict[str, Any]]) -> int:
+    """Where a cut stream ends by default: after the first delta (before any item is done)."""
     for i, event in enumerate(events):
         if event["type"].endswith(".delta"):
             return i + 1
     return 2
+
+
+def stated_usage(events: list[dict[str, Any]], sent: int) -> dict[str, Any] | None:
+    """The usage the client was told among the first ``sent`` events (only at completion)."""
+    for event in events[:sent]:
+        if event["type"] == "response.completed":
+            usage = event["response"].get("usage")
+            return usage if isinstance(usage, dict) else None
+    return None
 
 
 def error_body(
@@ -279,10 +288,11 @@ def error_body(
 
 __all__ = [
     "ERROR_STATUS",
-    "cut_point",
+    "default_cut_point",
     "error_body",
     "output_items",
     "response",
+    "stated_usage",
     "stream_events",
     "usage_object",
 ]

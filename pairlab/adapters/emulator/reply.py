@@ -1,9 +1,9 @@
 """What the emulator answers: a JSON body or an SSE stream, plus what to do once it is out.
 
 The HTTP layer writes a :class:`Reply` and then calls ``on_delivered`` when every
-byte reached the socket, or ``on_failed`` (with a reason) when the stream was cut on
-purpose or the client went away -- which is how the ledger knows whether a
-response's usage was delivered.
+byte reached the socket, or ``on_failed`` (a reason and how many SSE frames were
+sent) when the stream was cut on purpose or the client went away -- which is how the
+ledger knows what usage the client was told, and so what is billed.
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ def _nothing() -> None:
     return None
 
 
-def _nothing_failed(reason: str) -> None:
+def _nothing_failed(reason: str, frames_sent: int) -> None:
     return None
 
 
@@ -28,9 +28,10 @@ class Reply:
     headers: dict[str, str] = field(default_factory=dict)
     body: bytes | None = None  # a whole body (JSON)
     frames: list[bytes] | None = None  # SSE frames, written one by one
-    cut_after: int | None = None  # close the connection after this many frames
+    cut_after: int | None = None  # stop the stream after this many frames
+    cut_drops_connection: bool = False  # reset the connection instead of ending the body
     on_delivered: Callable[[], None] = _nothing
-    on_failed: Callable[[str], None] = _nothing_failed
+    on_failed: Callable[[str, int], None] = _nothing_failed  # (reason, SSE frames sent)
 
     @property
     def is_stream(self) -> bool:

@@ -74,6 +74,7 @@ class _Handler(BaseHTTPRequestHandler):
     do_GET = do_POST = do_HEAD = do_PUT = do_DELETE = _serve
 
     def _write(self, reply: Reply) -> None:
+        sent = 0
         try:
             self.send_response(reply.status)
             for name, value in reply.headers.items():
@@ -93,17 +94,22 @@ class _Handler(BaseHTTPRequestHandler):
             for frame in frames:
                 self.wfile.write(b"%x\r\n%s\r\n" % (len(frame), frame))
                 self.wfile.flush()
+                sent += 1
             if reply.cut_after is not None:
+                if not reply.cut_drops_connection:  # end the body: the SSE stream just stops
+                    self.wfile.write(b"0\r\n\r\n")
+                    self.wfile.flush()
                 self.close_connection = True
                 with contextlib.suppress(OSError):
                     self.connection.shutdown(socket.SHUT_RDWR)
-                reply.on_failed("cut-stream: connection closed mid-stream (injected fault)")
+                how = "connection dropped" if reply.cut_drops_connection else "stream ended early"
+                reply.on_failed(f"cut-stream: {how} after {sent} events (injected fault)", sent)
                 return
             self.wfile.write(b"0\r\n\r\n")
             self.wfile.flush()
         except OSError as exc:
             self.close_connection = True
-            reply.on_failed(f"client went away: {exc.__class__.__name__}")
+            reply.on_failed(f"client went away: {exc.__class__.__name__}", sent)
             return
         reply.on_delivered()
 

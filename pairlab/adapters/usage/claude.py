@@ -13,6 +13,9 @@ Rules (CLIENTS.md, Claude Code):
 * Old lines without the 5m/1h split go to ``cache_write_generic``.
 * A ``claude -p --output-format json`` result object measures the episode only
   when no transcript line does (it is a per-session summary without the split).
+* Usage Claude Code counted in a session's ``cost-state`` totals but wrote on no
+  assistant line (a stream cut after ``message_start``) is added as the
+  ``cost-state-remainder`` (see ``claude_cost_state``).
 """
 
 from __future__ import annotations
@@ -41,13 +44,14 @@ from pairlab.adapters.usage.base import (
     parse_time,
     vector_of,
 )
+from pairlab.adapters.usage.claude_cost_state import reconcile, sum_by_session
 from pairlab.core.schemas.quota import QuotaObservation
 from pairlab.core.schemas.usage import UsageVector
 
 PROVIDER: Final = "claude"
 SYNTHETIC_MODEL: Final = "<synthetic>"
 # Lines that can matter (assistant responses, tool-result copies, result objects).
-_NEEDLES: Final = ('"assistant"', '"toolUseResult"', '"result"')
+_NEEDLES: Final = ('"assistant"', '"toolUseResult"', '"result"', '"cost-state"')
 _LEGACY_LIMIT = re.compile(r"usage limit reached\|(\d{9,11})", re.IGNORECASE)
 
 
@@ -61,6 +65,7 @@ class _Kept:
     web_searches: int | None
     cost_usd: float | None
     is_sidechain: bool
+    session_id: str | None = None
 
 
 def claude_vector(usage: dict[str, Any]) -> UsageVector:
@@ -154,6 +159,7 @@ class ClaudeReader:
         kept: dict[str, _Kept] = {}
         keyless: list[_Kept] = []
         results: dict[str, dict[str, Any]] = {}
+        cost_states: dict[str, dict[str, Any]] = {}
         for path in expand_paths(paths):
             b.paths.append(str(path))
             for obj in iter_json_lines(path, b, _NEEDLES):
@@ -167,6 +173,8 @@ class ClaudeReader:
                 elif kind == "result":
                     sid = obj.get("session_id")
                     results[sid if isinstance(sid, str) else f"#{len(results)}"] = obj
+                elif kind == "cost-state" and isinstance(obj.get("sessionId"), str):
+                    cost_states[obj["sessionId"]] = obj  # cumulative: the last one wins
                 if b.cli_version is None and isinstance(obj.get("version"), str):
                     b.cli_version = obj["version"]
                 if b.session_id is None and not obj.get("isSidechain"):
@@ -178,6 +186,10 @@ class ClaudeReader:
             b.add_call(item.model, item.vector, is_sidechain=item.is_sidechain)
             b.add_web_searches(item.web_searches)
             b.add_cost(item.cost_usd)
+        if cost_states:
+            items = [*kept.values(), *keyless]
+            lines = sum_by_session((i.session_id, i.model, i.vector) for i in items)
+            reconcile(cost_states, lines, b)
         self._results(results.values(), b, has_transcript=bool(kept or keyless))
         return b.build()
 
@@ -212,6 +224,7 @@ class ClaudeReader:
             web_searches=_web_searches(usage),
             cost_usd=float(cost) if isinstance(cost, int | float) else None,
             is_sidechain=bool(obj.get("isSidechain")),
+            session_id=obj.get("sessionId") if isinstance(obj.get("sessionId"), str) else None,
         )
         mid, rid = message.get("id"), obj.get("requestId")
         key = f"m:{mid}" if isinstance(mid, str) and mid else None

@@ -156,8 +156,7 @@ def claude_conversation(body: Mapping[str, Any]) -> Conversation:
     loaded = _loaded_by_search(r[0] for r in results.values())
     callable_names = direct | (loaded & (deferred | loaded))
     history = tuple(
-        PastCall(name, args, *(results.get(cid, (None, False))))
-        for cid, name, args in calls
+        PastCall(name, args, *(results.get(cid, (None, False)))) for cid, name, args in calls
     )
     cwd = next((m.group(1) for t in texts if (m := _CLAUDE_CWD.search(t))), None)
     if cwd is None:
@@ -233,8 +232,7 @@ def codex_conversation(body: Mapping[str, Any]) -> Conversation:
                 False,
             )
     history = tuple(
-        PastCall(name, args, *(results.get(cid, (None, False))))
-        for cid, name, args in calls
+        PastCall(name, args, *(results.get(cid, (None, False)))) for cid, name, args in calls
     )
     offered = {r.qualified for r in _codex_tool_refs(specs)} | ({search} if search else set())
     return Conversation(

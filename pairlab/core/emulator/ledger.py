@@ -6,11 +6,16 @@ request id, model, the exact usage vector, the quota before and after, the tools
 offered, the system-prompt hash, the scripted turn and any fault injected. Malformed
 requests and unknown routes are rows too (``status`` >= 400, ``error_type``).
 
-A request's usage counts (``delivered``) only when its response reached the client
-whole: a 429/529 consumed nothing; a cut stream was never delivered (its usage is
-kept for reference with ``delivered: false``, charged to no quota and left out of
-the totals, since no client could have recorded it). :func:`ground_truth` sums the
-delivered rows: the 7-dimension vector every reader must reproduce.
+A request is **billed** for the usage the provider stated to the client: a response
+delivered whole states its final usage; a stream cut after Anthropic's
+``message_start`` stated the input usage and ``output_tokens: 1`` (the prompt was
+processed and its cache writes happened, so that much is billed); a stream cut
+before any usage statement (OpenAI states usage only in ``response.completed``) and
+a 429/529 bill nothing. ``usage`` is the billed vector (null when nothing was
+billed), ``usage_wire`` the usage object as stated, ``delivered`` whether the whole
+response reached the client. The quota is charged with the billed usage.
+:func:`ground_truth` sums the billed rows: the 7-dimension vector every reader must
+reproduce.
 """
 
 from __future__ import annotations
@@ -31,11 +36,19 @@ FaultKind = Literal["rate-limit-429", "overloaded-529", "cut-stream"]
 
 
 class Fault(StrictModel):
-    """One injected fault: the ``at_request``-th model request (0-based) of the episode."""
+    """One injected fault: the ``at_request``-th model request (0-based) of the episode.
+
+    ``cut-stream`` cuts a streaming response after ``cut_after_events`` SSE events
+    (default: Anthropic after ``message_start``; OpenAI after the first delta).
+    ``cut_style`` ``end`` ends the HTTP body there (the SSE stream stops early: Claude
+    Code 2.1.332 then retries the turn without streaming); ``drop`` resets the
+    connection instead (a network failure: both CLIs reconnect and stream again)."""
 
     at_request: int = Field(ge=0)
     kind: FaultKind
     retry_after_s: int = Field(default=1, ge=0)
+    cut_after_events: int | None = Field(default=None, ge=0)
+    cut_style: Literal["end", "drop"] = "end"
 
 
 class EpisodeRegistration(StrictModel):
@@ -80,13 +93,14 @@ class RequestRow(StrictModel):
     status: int
     stream: bool | None = None
     delivered: bool = False
+    billed: bool = False
     fault: FaultKind | None = None
     error_type: str | None = None
     error_message: str | None = None
     model: str | None = None
     response_id: str | None = None
-    usage_wire: dict[str, Any] | None = None  # the usage object exactly as sent
-    usage: UsageVector | None = None  # the request's usage, per the provider's dimensions
+    usage_wire: dict[str, Any] | None = None  # the (last) usage object stated to the client
+    usage: UsageVector | None = None  # the billed usage, per the provider's dimensions
     input_tokens_total: int | None = None
     quota_before: QuotaSnapshot | None = None
     quota_after: QuotaSnapshot | None = None
@@ -104,10 +118,10 @@ def is_model_request(row: RequestRow) -> bool:
 
 
 def ground_truth(rows: Iterable[RequestRow]) -> UsageVector:
-    """Sum of the usage of the delivered model responses (null stays null)."""
+    """Sum of the billed usage of the model requests (null stays null)."""
     total = UsageVector()
     for row in rows:
-        if row.delivered and row.usage is not None and is_model_request(row):
+        if row.billed and row.usage is not None and is_model_request(row):
             total = total + row.usage
     return total
 

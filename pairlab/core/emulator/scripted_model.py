@@ -49,7 +49,8 @@ from pairlab.core.stats.seeds import make_rng
 
 MCP_SERVER: Final = "token-optimizer"
 CLAUDE_MCP_PREFIX: Final = f"mcp__{MCP_SERVER}__"
-CODEX_MCP_NAMESPACE: Final = f"mcp__{MCP_SERVER}"
+# Codex normalises a server name to [A-Za-z0-9_] in the namespace (measured: 0.163.0)
+CODEX_MCP_NAMESPACE: Final = "mcp__" + re.sub(r"[^A-Za-z0-9_]", "_", MCP_SERVER)
 DEFAULT_WRONG_PROBABILITY: Final = 0.1
 WRONG_FINAL_ANSWER: Final = "I made the change I could; I did not find more to do."
 _EXPANSION_REF = re.compile(r"expansion reference:\s*(sha256:[0-9a-f]{64})")
