@@ -13,6 +13,8 @@ Rules (CLIENTS.md, Claude Code):
 * Old lines without the 5m/1h split go to ``cache_write_generic``.
 * A ``claude -p --output-format json`` result object measures the episode only
   when no transcript line does (it is a per-session summary without the split).
+* A stream-json ``rate_limit_event`` (OAuth sessions) becomes quota observations,
+  observed at the time of the line before it.
 * Usage Claude Code counted in a session's ``cost-state`` totals but wrote on no
   assistant line (a stream cut after ``message_start``) is added as the
   ``cost-state-remainder`` (see ``claude_cost_state``).
@@ -27,6 +29,7 @@ from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any, Final
 
+from pairlab.adapters.quota.claude_formats import rate_limit_event_observations
 from pairlab.adapters.usage.base import (
     DUPLICATE,
     MEASURED,
@@ -51,7 +54,13 @@ from pairlab.core.schemas.usage import UsageVector
 PROVIDER: Final = "claude"
 SYNTHETIC_MODEL: Final = "<synthetic>"
 # Lines that can matter (assistant responses, tool-result copies, result objects).
-_NEEDLES: Final = ('"assistant"', '"toolUseResult"', '"result"', '"cost-state"')
+_NEEDLES: Final = (
+    '"assistant"',
+    '"toolUseResult"',
+    '"result"',
+    '"cost-state"',
+    '"rate_limit_event"',
+)
 _LEGACY_LIMIT = re.compile(r"usage limit reached\|(\d{9,11})", re.IGNORECASE)
 
 
@@ -160,6 +169,7 @@ class ClaudeReader:
         keyless: list[_Kept] = []
         results: dict[str, dict[str, Any]] = {}
         cost_states: dict[str, dict[str, Any]] = {}
+        last_time: datetime | None = None  # a rate_limit_event line has no time of its own
         for path in expand_paths(paths):
             b.paths.append(str(path))
             for obj in iter_json_lines(path, b, _NEEDLES):
@@ -175,6 +185,9 @@ class ClaudeReader:
                     results[sid if isinstance(sid, str) else f"#{len(results)}"] = obj
                 elif kind == "cost-state" and isinstance(obj.get("sessionId"), str):
                     cost_states[obj["sessionId"]] = obj  # cumulative: the last one wins
+                elif kind == "rate_limit_event" and last_time is not None:
+                    b.add_quota(rate_limit_event_observations(obj, last_time))
+                last_time = parse_time(obj.get("timestamp")) or last_time
                 if b.cli_version is None and isinstance(obj.get("version"), str):
                     b.cli_version = obj["version"]
                 if b.session_id is None and not obj.get("isSidechain"):
