@@ -37,7 +37,9 @@ TOOLS = [
         "description": "Read a text file of the workspace; a large file comes back as a preview with an expansion reference.",
         "inputSchema": {
             "type": "object",
-            "properties": {"path": {"type": "string", "description": "path relative to the workspace"}},
+            "properties": {
+                "path": {"type": "string", "description": "path relative to the workspace"}
+            },
             "required": ["path"],
         },
     },
@@ -77,10 +79,13 @@ def _read_file(args: dict[str, Any]) -> tuple[str, bool]:
     ref = "sha256:" + hashlib.sha256(text.encode()).hexdigest()
     STORE[ref] = text
     lines = text.splitlines()
-    outline = [f"{n}: {line}" for n, line in enumerate(lines, 1) if line.startswith(("def ", "class "))]
+    outline = [
+        f"{n}: {line}" for n, line in enumerate(lines, 1) if line.startswith(("def ", "class "))
+    ]
     preview = "\n".join(lines[:10])
     return (
-        f"{preview}\n... ({len(lines)} lines)\noutline:\n" + "\n".join(outline)
+        f"{preview}\n... ({len(lines)} lines)\noutline:\n"
+        + "\n".join(outline)
         + f"\nexpansion reference: {ref}",
         False,
     )
@@ -121,7 +126,11 @@ def _answer(request: dict[str, Any]) -> dict[str, Any] | None:
     elif method == "ping":
         result = {}
     else:
-        return {"jsonrpc": "2.0", "id": rid, "error": {"code": -32601, "message": f"method not found: {method}"}}
+        return {
+            "jsonrpc": "2.0",
+            "id": rid,
+            "error": {"code": -32601, "message": f"method not found: {method}"},
+        }
     return {"jsonrpc": "2.0", "id": rid, "result": result}
 
 

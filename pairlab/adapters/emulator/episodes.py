@@ -50,6 +50,22 @@ class Episode:
     model_requests: int = 0
     all_requests: int = 0
     lock: threading.Lock = field(default_factory=threading.Lock)
+    _inflight: int = 0
+    _idle: threading.Condition = field(default_factory=threading.Condition)
+
+    def begin(self) -> None:
+        with self._idle:
+            self._inflight += 1
+
+    def end(self) -> None:
+        with self._idle:
+            self._inflight -= 1
+            self._idle.notify_all()
+
+    def wait_idle(self, timeout_s: float) -> bool:
+        """Wait until every request this episode received has its ledger row written."""
+        with self._idle:
+            return self._idle.wait_for(lambda: self._inflight == 0, timeout=timeout_s)
 
     def next_index(self, *, is_model_request: bool) -> tuple[int, int]:
         """(model request index, request sequence number) for a new request."""

@@ -48,6 +48,8 @@ def output_items(turn: ModelTurn, ids: Callable[[str], str]) -> list[dict[str, A
                 "id": ids("msg"),
                 "role": "assistant",
                 "status": "completed",
+                # a line before a tool call is commentary; the last message is the answer
+                "phase": "commentary" if turn.call is not None else "final_answer",
                 "content": [{"type": "output_text", "text": turn.text, "annotations": []}],
             }
         )
@@ -94,7 +96,8 @@ def output_items(turn: ModelTurn, ids: Callable[[str], str]) -> list[dict[str, A
 def usage_object(*, total_input: int, cached: int, output: int, reasoning: int) -> dict[str, Any]:
     return {
         "input_tokens": total_input,
-        "input_tokens_details": {"cached_tokens": cached},
+        # prompt caching is automatic and writes are not charged: 0 written (billed)
+        "input_tokens_details": {"cached_tokens": cached, "cache_write_tokens": 0},
         "output_tokens": output,
         "output_tokens_details": {"reasoning_tokens": reasoning},
         "total_tokens": total_input + output,
@@ -246,7 +249,8 @@ def _item_events(index: int, item: dict[str, Any]) -> list[dict[str, Any]]:
                 "input": text,
             },
         ]
-    return [{"type": "response.output_item.added", "output_index": index, "item": item}]
+    opening = {**item, "status": "in_progress"}
+    return [{"type": "response.output_item.added", "output_index": index, "item": opening}]
 
 
 def stream_events(final: dict[str, Any]) -> list[dict[str, Any]]:

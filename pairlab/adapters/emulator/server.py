@@ -20,7 +20,7 @@ import socket
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Final
@@ -89,6 +89,8 @@ class _Handler(BaseHTTPRequestHandler):
                 reply.on_delivered()
                 return
             self.send_header("transfer-encoding", "chunked")
+            if reply.cut_after is not None:  # no client may reuse a connection we will cut
+                self.send_header("connection", "close")
             self.end_headers()
             frames = reply.frames if reply.cut_after is None else reply.frames[: reply.cut_after]
             for frame in frames:
@@ -130,6 +132,8 @@ class EpisodeHandle:
     token: str
     ledger_path: Path
     server_url: str  # http://HOST:PORT as seen from this process
+    # waits until every request received has its ledger row (set by ProviderEmulator)
+    wait_idle: Callable[[float], bool] = field(default=lambda _timeout: True, repr=False)
 
     def base_url(self, server_url: str | None = None) -> str:
         """``<server>/e/<token>``; pass ``server_url`` when the CLI reaches the emulator
@@ -178,7 +182,9 @@ class EpisodeHandle:
             "codex-usage-endpoint": f"{base}/backend-api/wham/usage",
         }
 
-    def rows(self) -> list[RequestRow]:
+    def rows(self, *, timeout_s: float = 10.0) -> list[RequestRow]:
+        """The request rows, once every request received so far has its row written."""
+        self.wait_idle(timeout_s)
         return read_ledger(self.ledger_path)[1]
 
     def ground_truth(self) -> UsageVector:
@@ -266,7 +272,10 @@ class ProviderEmulator:
     ) -> EpisodeHandle:
         episode = self.service.register(registration, token)
         return EpisodeHandle(
-            token=episode.token, ledger_path=episode.ledger_path, server_url=self.url
+            token=episode.token,
+            ledger_path=episode.ledger_path,
+            server_url=self.url,
+            wait_idle=episode.wait_idle,
         )
 
 

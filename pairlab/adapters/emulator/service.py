@@ -51,6 +51,7 @@ from pairlab.core.emulator.quota_surfaces import claude_oauth_usage, codex_usage
 from pairlab.core.errors import InvalidInputError, ReasonCode
 
 _COUNT_MEMO_MAX = 65_536
+IDLE_WAIT_S = 10.0
 
 
 def _memo_counter(count: Callable[[str], int]) -> Callable[[str], int]:
@@ -74,6 +75,26 @@ def _memo_counter(count: Callable[[str], int]) -> Callable[[str], int]:
         return value
 
     return counted
+
+
+def _ending(reply: Reply, episode: Episode) -> Reply:
+    """The reply, marking the episode idle once its ledger row is written (after sending)."""
+    delivered, failed = reply.on_delivered, reply.on_failed
+
+    def on_delivered() -> None:
+        try:
+            delivered()
+        finally:
+            episode.end()
+
+    def on_failed(reason: str, frames_sent: int) -> None:
+        try:
+            failed(reason, frames_sent)
+        finally:
+            episode.end()
+
+    reply.on_delivered, reply.on_failed = on_delivered, on_failed
+    return reply
 
 
 class EmulatorService:
@@ -163,7 +184,13 @@ class EmulatorService:
             episode = self.episode(parts[1])
             if episode is None:
                 return self._not_found(req, None, f"unknown episode token '{parts[1]}'")
-            return self._episode_route(req, episode, parts[2:])
+            episode.begin()
+            try:
+                reply = self._episode_route(req, episode, parts[2:])
+            except BaseException:
+                episode.end()
+                raise
+            return _ending(reply, episode)
         if req.method == "HEAD":
             return Reply(status=200, body=b"")
         return self._not_found(req, None)
@@ -239,6 +266,7 @@ class EmulatorService:
             found = self.episode(rest[0])
             if found is None:
                 return json_reply(404, {"error": f"unknown episode token '{rest[0]}'"})
+            found.wait_idle(IDLE_WAIT_S)
             return json_reply(200, episode_summary(found))
         return json_reply(404, {"error": f"{req.method} {req.path}: no such admin route"})
 
