@@ -57,9 +57,13 @@ def codex_final_answer(stdout: str) -> str | None:
     answer = None
     for obj in json_lines(stdout):
         item = obj.get("item")
-        if obj.get("type") == "item.completed" and isinstance(item, dict):
-            if item.get("type") == "agent_message" and isinstance(item.get("text"), str):
-                answer = item["text"]
+        if (
+            obj.get("type") == "item.completed"
+            and isinstance(item, dict)
+            and item.get("type") == "agent_message"
+            and isinstance(item.get("text"), str)
+        ):
+            answer = item["text"]
     return answer
 
 

@@ -9,8 +9,6 @@ result usage, Codex's ``turn.completed``).
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 
 from pairlab.adapters.backends.local import LocalBackend
