@@ -104,9 +104,13 @@ def openai_vector(wire: Mapping[str, Any]) -> UsageVector:
 
 
 def _cut_after(fault: Fault | None, default: int) -> int | None:
+    """How many SSE events a cut stream sends (None: no cut). A dropped connection cuts
+    right after the headers unless told otherwise."""
     if fault is None or fault.kind != "cut-stream":
         return None
-    return default if fault.cut_after_events is None else fault.cut_after_events
+    if fault.cut_after_events is not None:
+        return fault.cut_after_events
+    return 0 if fault.cut_style == "drop" else default
 
 
 def _sse_reply(
@@ -409,7 +413,9 @@ class ModelApi:
                 return refused
             if refused := self._quota_refusal(episode, row, started, "anthropic", account, now):
                 return refused
-            cache = account.anthropic_cache.process(layout, now)
+            # a stream cut before message_start states nothing: the request leaves no trace
+            silent = _cut_after(fault, anthropic_wire.DEFAULT_CUT_AFTER_EVENTS) == 0
+            cache = account.anthropic_cache.process(layout, now, commit=not silent)
         blocks = anthropic_wire.content_blocks(turn, mint("toolu"))
         output = max(1, sum(self.count(canonical_text(b)) for b in blocks))
         wire_usage = anthropic_wire.usage_object(

@@ -38,11 +38,13 @@ FaultKind = Literal["rate-limit-429", "overloaded-529", "cut-stream"]
 class Fault(StrictModel):
     """One injected fault: the ``at_request``-th model request (0-based) of the episode.
 
-    ``cut-stream`` cuts a streaming response after ``cut_after_events`` SSE events
-    (default: Anthropic after ``message_start``; OpenAI after the first delta).
-    ``cut_style`` ``end`` ends the HTTP body there (the SSE stream stops early: Claude
-    Code 2.1.332 then retries the turn without streaming); ``drop`` resets the
-    connection instead (a network failure: both CLIs reconnect and stream again)."""
+    ``cut-stream`` cuts a streaming response after ``cut_after_events`` SSE events.
+    ``cut_style`` ``end`` ends the HTTP body there (the SSE stream stops early; default
+    point: Anthropic after ``message_start``, where Claude Code 2.1.332 retries the
+    turn without streaming; OpenAI after the first delta). ``drop`` resets the
+    connection (a network failure; default point: right after the response headers,
+    before any event -- what a client reads of bytes sent just before a reset is not
+    knowable, so by default none are). Both CLIs then reconnect and stream again."""
 
     at_request: int = Field(ge=0)
     kind: FaultKind

@@ -69,8 +69,11 @@ class AnthropicPromptCache:
                 return boundary
         return 0
 
-    def process(self, layout: PromptLayout, now: float) -> CacheUsage:
-        """Account one request and apply its writes and refreshes."""
+    def process(self, layout: PromptLayout, now: float, *, commit: bool = True) -> CacheUsage:
+        """Account one request and apply its writes and refreshes (``commit=False``: only
+        account it, for a request that will leave no trace, e.g. cut before any event)."""
+        if not commit:
+            return AnthropicPromptCache(self.min_tokens, dict(self.expires_at)).process(layout, now)
         cum, digests = layout.cumulative_tokens, layout.prefix_digests
         read_end = self.lookup(layout, now)
         writes = {300: 0, 3600: 0}
