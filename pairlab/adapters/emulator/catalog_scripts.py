@@ -3,12 +3,14 @@
 A task's reference solution is the set of files under ``catalog/solutions/<name>/``
 overlaid on the fixture (catalog/README.md); each becomes a :class:`FileChange`
 (the fixture's content before, the solution's after; a file absent from the fixture
-is created), with paths relative to the task's working directory.
+is created), with paths relative to the task's working directory. Unchanged files the
+prompt names by path are the script's context (read before the edits).
 """
 
 from __future__ import annotations
 
 import os
+import re
 from functools import lru_cache
 from pathlib import Path
 
@@ -58,10 +60,21 @@ def build_task_script(catalog: Path, task: TaskEntry) -> TaskScript:
         if before != after:
             changes.append(FileChange(path=rel, before=before, after=after))
     readme = next((n for n in README_NAMES if (workdir / n).is_file()), None)
+    changed = {c.path for c in changes}
+    named = sorted(
+        rel
+        for p in workdir.rglob("*")
+        if p.is_file()
+        and (rel := p.relative_to(workdir).as_posix()) not in changed
+        and rel.split("/")[0] != "grader"
+        and rel != readme
+        and re.search(rf"(?<![\w/.-]){re.escape(rel)}(?![\w/-])", task.prompt)
+    )
     return TaskScript(
         task_id=task.id,
         changes=tuple(changes),
         readme=readme,
+        context=tuple(named),
         final_answer=task.final_answer,
     )
 

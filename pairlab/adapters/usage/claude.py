@@ -29,7 +29,6 @@ from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any, Final
 
-from pairlab.adapters.quota.claude_formats import rate_limit_event_observations
 from pairlab.adapters.usage.base import (
     DUPLICATE,
     MEASURED,
@@ -160,6 +159,13 @@ def limit_notice_observation(text: str, observed_at: datetime | None) -> QuotaOb
     )
 
 
+def _rate_limit_event(obj: dict[str, Any], observed_at: datetime) -> list[QuotaObservation]:
+    # imported here: the quota package imports the usage readers (a cycle at import time)
+    from pairlab.adapters.quota.claude_formats import rate_limit_event_observations
+
+    return rate_limit_event_observations(obj, observed_at)
+
+
 class ClaudeReader:
     provider = PROVIDER
 
@@ -186,7 +192,7 @@ class ClaudeReader:
                 elif kind == "cost-state" and isinstance(obj.get("sessionId"), str):
                     cost_states[obj["sessionId"]] = obj  # cumulative: the last one wins
                 elif kind == "rate_limit_event" and last_time is not None:
-                    b.add_quota(rate_limit_event_observations(obj, last_time))
+                    b.add_quota(_rate_limit_event(obj, last_time))
                 last_time = parse_time(obj.get("timestamp")) or last_time
                 if b.cli_version is None and isinstance(obj.get("version"), str):
                     b.cli_version = obj["version"]

@@ -10,7 +10,7 @@ turn and nothing is remembered between requests.
 The script (every choice drawn once from the seed, so turns vary between episodes):
 
 1. sometimes list the files (Claude ``Bash``; Codex ``exec_command``);
-2. sometimes read the README;
+2. sometimes read the README; read the unchanged files the prompt names;
 3. read each file the solution changes -- through the intervention's MCP
    ``read_file`` when the request offers it (first loading it with the CLI's tool
    search when it is deferred), else the built-in way (``Read``; ``cat`` through
@@ -65,6 +65,7 @@ class TaskScript:
     task_id: str
     changes: tuple[FileChange, ...]
     readme: str | None = None  # relative path of a README worth reading, if any
+    context: tuple[str, ...] = ()  # unchanged files the prompt names (read before editing)
     final_answer: str | None = None
 
 
@@ -229,6 +230,8 @@ def _script(ctx: _Context) -> Script:
             yield ToolCall("exec_command", {"cmd": "ls -R"})
     if choices.read_readme and task.readme:
         yield from _read(ctx, task.readme)
+    for path in task.context:
+        yield from _read(ctx, path)
     via_mcp: dict[str, bool] = {}
     for change in task.changes:  # the wrong variant still reads what it leaves out
         if change.before is not None:
