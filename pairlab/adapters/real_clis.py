@@ -35,6 +35,24 @@ _PACKAGES: Final[dict[str, tuple[str, str]]] = {
     "codex": ("codex_cli_bin", "openai-codex-cli-bin"),
 }
 _VERSION_TIMEOUT_S: Final = 20.0
+# The non-interactive flags measured in shared/REAL-CLIS.md. Claude: after ``-p PROMPT``
+# (root needs IS_SANDBOX=1 for the permission bypass). Codex: after ``exec`` -- its
+# ``-c`` overrides must follow ``exec`` too (0.163.0 ignores them before it).
+CLAUDE_PRINT_FLAGS: Final = (
+    "--output-format",
+    "stream-json",
+    "--verbose",
+    "--dangerously-skip-permissions",
+)
+CODEX_EXEC_FLAGS: Final = (
+    "--skip-git-repo-check",
+    "--json",
+    "--dangerously-bypass-approvals-and-sandbox",
+    "--disable",
+    "plugins",
+    "--disable",
+    "unbounded_connection_retries",
+)
 
 
 @dataclass(frozen=True)
@@ -172,4 +190,12 @@ def bundled_path_dirs() -> list[Path]:
     return dirs
 
 
-__all__ = ["REAL_CLIS", "BundledCli", "CliName", "bundled_path_dirs", "resolve_cli"]
+__all__ = [
+    "CLAUDE_PRINT_FLAGS",
+    "CODEX_EXEC_FLAGS",
+    "REAL_CLIS",
+    "BundledCli",
+    "CliName",
+    "bundled_path_dirs",
+    "resolve_cli",
+]

@@ -27,7 +27,7 @@ from pairlab.adapters.cli_output import (
 )
 from pairlab.adapters.emulator import EpisodeHandle, EpisodeRegistration, Fault, ProviderEmulator
 from pairlab.adapters.grading import grade
-from pairlab.adapters.real_clis import resolve_cli
+from pairlab.adapters.real_clis import CLAUDE_PRINT_FLAGS, CODEX_EXEC_FLAGS, resolve_cli
 from pairlab.adapters.usage import read_usage
 from pairlab.adapters.usage.base import UsageReport
 from pairlab.core.emulator.ledger import RequestRow, ground_truth
@@ -72,14 +72,7 @@ def episode_profile(
     env = {"PREVIEW_THRESHOLD_TOKENS": str(preview_tokens), "TMPDIR": "{state}"}
     if cli == "claude":
         env.update({"IS_SANDBOX": "1", "CLAUDE_CODE_TMPDIR": "{state}", "TERM": "dumb"})
-        args = [
-            "-p",
-            "{prompt}",
-            "--output-format",
-            "stream-json",
-            "--verbose",
-            "--dangerously-skip-permissions",
-        ]
+        args = ["-p", "{prompt}", *CLAUDE_PRINT_FLAGS]
         arm_args = {
             arm: [
                 "--strict-mcp-config",
@@ -90,19 +83,7 @@ def episode_profile(
         }
         usage_paths = [".claude/projects/**/*.jsonl"]
     else:
-        args = [
-            "--skip-git-repo-check",
-            "--json",
-            "--dangerously-bypass-approvals-and-sandbox",
-            "--disable",
-            "plugins",
-            "--disable",
-            "unbounded_connection_retries",
-            "-m",
-            CODEX_MODEL,
-            *handle.codex_args(),
-            "{prompt}",
-        ]
+        args = [*CODEX_EXEC_FLAGS, "-m", CODEX_MODEL, *handle.codex_args(), "{prompt}"]
         mcp = _codex_mcp_args() if with_mcp else []
         arm_args = {
             "baseline": ["-c", "project_doc_max_bytes=0"],

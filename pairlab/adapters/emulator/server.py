@@ -51,6 +51,9 @@ CLAUDE_QUIET_ENV: Final = {
 
 class _Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
+    # small SSE writes on a kept-alive connection would otherwise wait for the peer's
+    # delayed ACK (~40 ms per response: Nagle's algorithm)
+    disable_nagle_algorithm = True
     server: _Server
 
     def log_message(self, format: str, *args: object) -> None:
