@@ -36,8 +36,9 @@ _PACKAGES: Final[dict[str, tuple[str, str]]] = {
 }
 _VERSION_TIMEOUT_S: Final = 20.0
 # The non-interactive flags measured in shared/REAL-CLIS.md. Claude: after ``-p PROMPT``
-# (root needs IS_SANDBOX=1 for the permission bypass). Codex: after ``exec`` -- its
-# ``-c`` overrides must follow ``exec`` too (0.163.0 ignores them before it).
+# (root needs IS_SANDBOX=1 for the permission bypass). Codex: after ``exec``; put ``-c``
+# overrides after ``exec`` too -- measured with 0.163.0, ``-c mcp_servers.X={...}``
+# before ``exec`` starts no server (a provider override there does apply).
 CLAUDE_PRINT_FLAGS: Final = (
     "--output-format",
     "stream-json",
