@@ -18,6 +18,7 @@ from pairlab.adapters.emulator.model_api import Incoming
 from pairlab.adapters.emulator.service import EmulatorService
 from pairlab.adapters.real_clis import resolve_cli
 from pairlab.core.emulator.ledger import EpisodeRegistration, Fault, RequestRow, read_ledger
+from pairlab.core.emulator.quota_model import FIVE_HOUR_S, AccountPlan
 from pairlab.core.errors import EnvironmentUnavailable, InvalidInputError
 from tests.emulator_support import claude_request, claude_tool_result
 from tests.support import CATALOG_DIR, REPO_ROOT, cli_exit, require
@@ -90,6 +91,25 @@ def test_unknown_task_and_bad_tokens_are_refused(tmp_path: Path) -> None:
         service.register(EpisodeRegistration(task_id="nope"))
     with pytest.raises(InvalidInputError, match="token"):
         service.register(EpisodeRegistration(task_id="fix-median"), token="../escape")
+
+
+def test_an_exhausted_window_refuses_until_it_resets(tmp_path: Path) -> None:
+    now = [T0]
+    plans = {"tiny": AccountPlan(five_hour_limit=1000, seven_day_limit=1_000_000)}
+    service = EmulatorService(
+        tmp_path, catalog_dir=CATALOG_DIR, clock=lambda: now[0], accounts=plans
+    )
+    episode = service.register(EpisodeRegistration(task_id="fix-median", account="tiny"))
+    path = f"/e/{episode.token}/v1/messages"
+    assert post(service, path, claude_request("go"))[0] == 200  # consumes well over 1,000
+    status, error = post(service, path, claude_request("go"))
+    assert status == 429 and error["error"]["type"] == "rate_limit_error"
+    assert "five_hour" in error["error"]["message"]
+    now[0] = T0 + FIVE_HOUR_S + 1
+    assert post(service, path, claude_request("go"))[0] == 200
+    rows = read_ledger(episode.ledger_path)[1]
+    assert [(r.status, r.billed) for r in rows] == [(200, True), (429, False), (200, True)]
+    assert rows[1].quota_before is not None and rows[1].quota_before.five_hour.utilization == 1.0
 
 
 def test_usage_endpoints_serve_each_account(tmp_path: Path) -> None:

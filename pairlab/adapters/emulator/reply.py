@@ -33,10 +33,6 @@ class Reply:
     on_delivered: Callable[[], None] = _nothing
     on_failed: Callable[[str, int], None] = _nothing_failed  # (reason, SSE frames sent)
 
-    @property
-    def is_stream(self) -> bool:
-        return self.frames is not None
-
 
 def json_reply(status: int, payload: Any, headers: dict[str, str] | None = None) -> Reply:
     body = json.dumps(payload, ensure_ascii=False, separators=(",", ":")).encode()
