@@ -84,7 +84,7 @@ def claude_request(
         "model": "claude-emulated-1",
         "max_tokens": 4096,
         "system": CLAUDE_SYSTEM,
-        "tools": CLAUDE_TOOLS,
+        "tools": copy.deepcopy(CLAUDE_TOOLS),
         "messages": messages,
     }
     body.update(extra)
@@ -109,7 +109,7 @@ def codex_request(
         "model": "gpt-emulated-1",
         "stream": True,
         "instructions": "",
-        "tools": [*CODEX_TOOLS, *([CODEX_SEARCH_TOOL] if search else [])],
+        "tools": copy.deepcopy([*CODEX_TOOLS, *([CODEX_SEARCH_TOOL] if search else [])]),
         "input": [
             {
                 "type": "message",

@@ -48,10 +48,15 @@ def _validate(events: dict[str, Any], name: str, data: dict[str, Any]) -> None:
 PROMPT = "Fix median() in stats.py."
 
 
+CLIENTS: list[anthropic.Anthropic | openai.OpenAI] = []
+
+
 @pytest.fixture(scope="module")
 def emulator(tmp_path_factory: pytest.TempPathFactory):  # type: ignore[no-untyped-def]
     with ProviderEmulator(tmp_path_factory.mktemp("ledgers"), catalog_dir=CATALOG_DIR) as emu:
         yield emu
+        while CLIENTS:  # their kept-alive connections
+            CLIENTS.pop().close()
 
 
 def _claude(
@@ -59,6 +64,7 @@ def _claude(
 ) -> tuple[anthropic.Anthropic, EpisodeHandle]:
     ep = emulator.register_episode(reg)
     client = anthropic.Anthropic(base_url=ep.base_url(), api_key="sk-ant-test", max_retries=retries)
+    CLIENTS.append(client)
     return client, ep
 
 
@@ -67,6 +73,7 @@ def _openai(
 ) -> tuple[openai.OpenAI, EpisodeHandle]:
     ep = emulator.register_episode(reg)
     client = openai.OpenAI(base_url=ep.base_url() + "/v1", api_key="sk-test", max_retries=retries)
+    CLIENTS.append(client)
     return client, ep
 
 

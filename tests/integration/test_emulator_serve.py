@@ -64,10 +64,10 @@ def test_serve_register_and_answer(tmp_path: Path, capsys) -> None:  # type: ign
         )
         assert code == 0
         registered = json.loads(capsys.readouterr().out)
-        client = anthropic.Anthropic(
+        with anthropic.Anthropic(
             base_url=registered["anthropic_base_url"], api_key="k", max_retries=2
-        )
-        message = client.messages.create(**claude_request("go"))
+        ) as client:
+            message = client.messages.create(**claude_request("go"))
         assert message.content[-1].type == "tool_use"
         summary = httpx.get(f"{url}/admin/episodes/{registered['token']}").json()
         assert summary["faults"] == ["overloaded-529"] and summary["delivered"] == 1
@@ -82,13 +82,11 @@ def test_serve_register_and_answer(tmp_path: Path, capsys) -> None:  # type: ign
     finally:
         server.send_signal(signal.SIGINT)
         try:
-            server.wait(timeout=20)
+            _, errors = server.communicate(timeout=20)  # also closes the pipes
         except subprocess.TimeoutExpired:
             server.kill()
-            server.wait()
-    assert server.returncode in (0, -signal.SIGINT, 130), (
-        server.stderr.read() if server.stderr else ""
-    )
+            _, errors = server.communicate()
+    assert server.returncode in (0, -signal.SIGINT, 130), errors
 
 
 def test_register_against_no_emulator_is_an_environment_error(capsys) -> None:  # type: ignore[no-untyped-def]

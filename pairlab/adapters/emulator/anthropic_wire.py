@@ -13,17 +13,12 @@ from __future__ import annotations
 import json
 from typing import Any, Final
 
+from pairlab.adapters.emulator.reply import Refusal, Reply, json_reply
+from pairlab.core.emulator.ledger import Fault
 from pairlab.core.emulator.scripted_model import ModelTurn
+from pairlab.core.schemas.usage import UsageVector
 
 CHUNK_CHARS: Final = 64
-ERROR_STATUS: Final = {
-    "invalid_request_error": 400,
-    "authentication_error": 401,
-    "not_found_error": 404,
-    "rate_limit_error": 429,
-    "api_error": 500,
-    "overloaded_error": 529,
-}
 
 
 def content_blocks(turn: ModelTurn, tool_use_id: str) -> list[dict[str, Any]]:
@@ -157,13 +152,57 @@ def error_body(error_type: str, text: str, request_id: str) -> dict[str, Any]:
     }
 
 
+def error_reply(refusal: Refusal, request_id: str) -> Reply:
+    body = error_body(refusal.error_type, refusal.message, request_id)
+    return json_reply(refusal.status, body, {"request-id": request_id, **refusal.headers})
+
+
+def invalid(message: str, param: str | None = None) -> Refusal:
+    return Refusal(400, "invalid_request_error", message, param=param)
+
+
+def fault_refusal(fault: Fault) -> Refusal | None:
+    """A 429 or an overload (a cut stream is applied while answering)."""
+    if fault.kind == "rate-limit-429":
+        headers = {"retry-after": str(fault.retry_after_s), "x-should-retry": "true"}
+        text = "This request would exceed your rate limit (emulated fault)."
+        return Refusal(429, "rate_limit_error", text, headers)
+    if fault.kind == "overloaded-529":
+        text = "Overloaded (emulated fault)."
+        return Refusal(529, "overloaded_error", text, {"x-should-retry": "true"})
+    return None
+
+
+def quota_refusal(window: str, wait_s: int) -> Refusal:
+    text = f"The {window} usage limit of this account is reached (emulated quota)."
+    return Refusal(429, "rate_limit_error", text, {"retry-after": str(wait_s)})
+
+
+def usage_vector(wire: dict[str, Any]) -> UsageVector:
+    """The 7 dimensions of a usage object, as pairlab's Claude reader computes them."""
+    split = wire.get("cache_creation") or {}
+    details = wire.get("output_tokens_details")
+    return UsageVector(
+        uncached_input=wire["input_tokens"],
+        cache_read=wire["cache_read_input_tokens"],
+        cache_write_5m=split.get("ephemeral_5m_input_tokens"),
+        cache_write_1h=split.get("ephemeral_1h_input_tokens"),
+        output=wire["output_tokens"],
+        reasoning=details.get("thinking_tokens") if isinstance(details, dict) else None,
+    )
+
+
 __all__ = [
     "DEFAULT_CUT_AFTER_EVENTS",
-    "ERROR_STATUS",
     "content_blocks",
     "error_body",
+    "error_reply",
+    "fault_refusal",
+    "invalid",
     "message",
+    "quota_refusal",
     "stated_usage",
     "stream_events",
     "usage_object",
+    "usage_vector",
 ]

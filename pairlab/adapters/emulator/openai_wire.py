@@ -18,16 +18,12 @@ import json
 from collections.abc import Callable
 from typing import Any, Final
 
+from pairlab.adapters.emulator.reply import Refusal, Reply, json_reply
+from pairlab.core.emulator.ledger import Fault
 from pairlab.core.emulator.scripted_model import ModelTurn
+from pairlab.core.schemas.usage import UsageVector
 
 CHUNK_CHARS: Final = 64
-ERROR_STATUS: Final = {
-    "invalid_request_error": 400,
-    "not_found_error": 404,
-    "rate_limit_exceeded": 429,
-    "server_error": 500,
-    "server_is_overloaded": 529,
-}
 
 
 def output_items(turn: ModelTurn, ids: Callable[[str], str]) -> list[dict[str, Any]]:
@@ -290,13 +286,60 @@ def error_body(
     return {"error": {"message": text, "type": error_type, "param": param, "code": code}}
 
 
+def error_reply(refusal: Refusal, request_id: str) -> Reply:
+    body = error_body(refusal.error_type, refusal.message, param=refusal.param, code=refusal.code)
+    return json_reply(refusal.status, body, {"x-request-id": request_id, **refusal.headers})
+
+
+def invalid(message: str, param: str | None = None) -> Refusal:
+    return Refusal(400, "invalid_request_error", message, param=param)
+
+
+def fault_refusal(fault: Fault) -> Refusal | None:
+    """A 429, or OpenAI's overload (503: OpenAI has no 529); a cut stream is applied later."""
+    retry = {"retry-after": str(fault.retry_after_s)}
+    if fault.kind == "rate-limit-429":
+        text = (
+            "Rate limit reached for requests (emulated fault). "
+            f"Please try again in {fault.retry_after_s}s."
+        )
+        return Refusal(429, "requests", text, retry, code="rate_limit_exceeded")
+    if fault.kind == "overloaded-529":
+        text = "The server is overloaded (emulated fault). Please try again."
+        return Refusal(503, "server_error", text, retry, code="server_is_overloaded")
+    return None
+
+
+def quota_refusal(window: str, wait_s: int) -> Refusal:
+    text = f"The {window} usage limit of this account is reached (emulated quota)."
+    headers = {"retry-after": str(wait_s)}
+    return Refusal(429, "usage_limit_reached", text, headers, code="usage_limit_reached")
+
+
+def usage_vector(wire: dict[str, Any]) -> UsageVector:
+    """The 7 dimensions of a usage object. OpenAI bills no cache writes and Codex records
+    them as 0, so the write dimension is 0, not unknown."""
+    cached = wire["input_tokens_details"]["cached_tokens"]
+    return UsageVector(
+        uncached_input=wire["input_tokens"] - cached,
+        cache_read=cached,
+        cache_write_generic=0,
+        output=wire["output_tokens"],
+        reasoning=wire["output_tokens_details"]["reasoning_tokens"],
+    )
+
+
 __all__ = [
-    "ERROR_STATUS",
     "default_cut_point",
     "error_body",
+    "error_reply",
+    "fault_refusal",
+    "invalid",
     "output_items",
+    "quota_refusal",
     "response",
     "stated_usage",
     "stream_events",
     "usage_object",
+    "usage_vector",
 ]

@@ -34,6 +34,18 @@ class Reply:
     on_failed: Callable[[str, int], None] = _nothing_failed  # (reason, SSE frames sent)
 
 
+@dataclass(frozen=True)
+class Refusal:
+    """An error answer, provider-neutral until a wire module writes it."""
+
+    status: int
+    error_type: str
+    message: str
+    headers: dict[str, str] = field(default_factory=dict)
+    code: str | None = None  # OpenAI's error code
+    param: str | None = None  # the request field at fault
+
+
 def json_reply(status: int, payload: Any, headers: dict[str, str] | None = None) -> Reply:
     body = json.dumps(payload, ensure_ascii=False, separators=(",", ":")).encode()
     return Reply(
@@ -49,4 +61,4 @@ def sse_frame(event: dict[str, Any]) -> bytes:
     return f"event: {event['type']}\ndata: {data}\n\n".encode()
 
 
-__all__ = ["Reply", "json_reply", "sse_frame"]
+__all__ = ["Refusal", "Reply", "json_reply", "sse_frame"]

@@ -200,7 +200,7 @@ class EmulatorService:
         if req.method == "POST" and rest == ["v1", "messages"]:
             return self.api.anthropic_messages(episode, account, req)
         if req.method == "POST" and rest == ["v1", "messages", "count_tokens"]:
-            return self.api.anthropic_count_tokens(episode, req)
+            return self.api.anthropic_count_tokens(episode, account, req)
         if req.method == "POST" and rest == ["v1", "responses"]:
             return self.api.openai_responses(episode, account, req)
         usage = self._usage(req, account, rest)
