@@ -35,7 +35,7 @@ from __future__ import annotations
 import re
 import shlex
 from collections.abc import Generator
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Final, Literal
 
 from pairlab.core.emulator.conversation import (
@@ -124,7 +124,6 @@ class _Context:
     conv: Conversation
     choices: ScriptChoices
     searched: bool = False  # the script called the CLI's tool search already
-    loaded: set[str] = field(default_factory=set)  # MCP tools that search loaded
 
     def abs_path(self, rel: str) -> str:
         cwd = (self.conv.cwd or ".").rstrip("/")
