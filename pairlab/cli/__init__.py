@@ -27,6 +27,7 @@ COMMAND_MODULES = (
     "audit",
     "price",
     "store",
+    "emulator",
 )
 
 app = typer.Typer(

@@ -44,6 +44,7 @@ class ReasonCode(StrEnum):
     CERTIFICATION_FAILED = "certification-failed"
     NOT_FOUND = "not-found"
     TOKENIZER_UNAVAILABLE = "tokenizer-unavailable"
+    CLI_UNAVAILABLE = "cli-unavailable"
     INVALID_PRICE_CATALOG = "invalid-price-catalog"
     LEDGER_UNREADABLE = "ledger-unreadable"
 

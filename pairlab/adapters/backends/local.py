@@ -9,7 +9,8 @@ Layout of an episode root (``<base>/pairlab-ep-<hash>-<random>/``)::
 
 The environment is built from the profile's allowlist (see ``environment``), and
 the venv's bin directory is put first on PATH so console scripts installed with
-pairlab (``simclient``) resolve.
+pairlab (``simclient``) resolve, then the directories of the real CLIs bundled in
+the pinned wheels, so profile commands ``claude`` and ``codex`` resolve too.
 """
 
 from __future__ import annotations
@@ -40,6 +41,7 @@ from pairlab.adapters.backends.environment import (
     workspace_subdir,
 )
 from pairlab.adapters.backends.process import pid_alive, run_process
+from pairlab.adapters.real_clis import bundled_path_dirs
 from pairlab.core.errors import ExecutionError, ReasonCode
 
 ROOT_PREFIX = "pairlab-ep-"
@@ -48,10 +50,11 @@ OWNER_FILE = "owner.json"
 
 def agent_path(path: str | None) -> str:
     """PATH for a local episode: this environment's bin directory (the simulator's console
-    script lives there) first, then ``path`` (or the system default)."""
-    venv_bin = str(Path(sys.executable).parent)
+    script lives there) first, then the real CLIs' bundled directories (``claude``,
+    ``codex`` and Codex's ``rg``; see ``real_clis``), then ``path`` (or the system default)."""
+    first = [str(Path(sys.executable).parent), *(str(d) for d in bundled_path_dirs())]
     rest = path or os.defpath
-    return os.pathsep.join([venv_bin, *[p for p in rest.split(os.pathsep) if p != venv_bin]])
+    return os.pathsep.join([*first, *[p for p in rest.split(os.pathsep) if p not in first]])
 
 
 def default_base_dir() -> Path:

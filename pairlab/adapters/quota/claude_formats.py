@@ -11,6 +11,12 @@ operator's command prints (``command`` probe, ``format=...``):
   utilization a **fraction 0-1** and the reset in epoch seconds; the response's
   ``date`` header, when present, is the observation time.
 
+* ``claude-rate-limit-event``: the ``rate_limit_event`` line Claude Code's
+  ``--output-format stream-json`` prints under an OAuth token (2.1.332 measured):
+  ``rate_limit_info.unifiedWindows.{five_hour,seven_day}.{utilization (fraction 0-1,
+  as the unified header gave it), resetsAt (epoch s)}``. The line has no timestamp:
+  the caller passes the time of the line before it.
+
 Windows are classified by their length (``5h`` = 300 min, ``7d`` = 10,080 min);
 a scoped window (``seven_day_sonnet``, ``7d-sonnet``) is reported under provider
 ``claude:<scope>``, as the OAuth usage probe does, so it never collides with the
@@ -33,6 +39,7 @@ from pairlab.adapters.usage.base import parse_instant
 from pairlab.core.schemas.quota import QuotaObservation, classify_window
 
 STATUSLINE_SOURCE: Final = "claude-statusline"
+RATE_LIMIT_EVENT_SOURCE: Final = "claude-rate-limit-event"
 HEADERS_SOURCE: Final = "anthropic-unified-headers"
 _HEADER_MINUTES: Final = {"5h": 300, "7d": 10080}
 _HEADER = re.compile(
@@ -61,6 +68,40 @@ def statusline_observations(payload: object, observed_at: datetime) -> list[Quot
                 resets_at=parse_instant(value.get("resets_at")),
                 observed_at=observed_at,
                 source=STATUSLINE_SOURCE,
+            )
+        )
+    return out
+
+
+def rate_limit_event_observations(event: object, observed_at: datetime) -> list[QuotaObservation]:
+    """Observations from a stream-json ``rate_limit_event`` (empty when it has no windows).
+
+    The utilization is the unified header's fraction, so its precision is the header's
+    (whole percentage points for up to 2 decimals)."""
+    info = event.get("rate_limit_info") if isinstance(event, dict) else None
+    windows = info.get("unifiedWindows") if isinstance(info, dict) else None
+    if not isinstance(windows, dict):
+        return []
+    out = []
+    for key, value in sorted(windows.items()):
+        classified = claude_window(key)
+        if classified is None or not isinstance(value, dict):
+            continue
+        raw = value.get("utilization")
+        used, precision = (None, None)
+        if isinstance(raw, int | float) and not isinstance(raw, bool):
+            used, precision = _fraction_percent(repr(float(raw)))
+        window, provider = classified
+        out.append(
+            window_observation(
+                provider=provider,
+                window=window,
+                used=used,
+                resets_at=parse_time(value.get("resetsAt")),
+                observed_at=observed_at,
+                source=RATE_LIMIT_EVENT_SOURCE,
+                source_scale="fraction",
+                precision=precision,
             )
         )
     return out

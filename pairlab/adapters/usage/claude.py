@@ -13,6 +13,11 @@ Rules (CLIENTS.md, Claude Code):
 * Old lines without the 5m/1h split go to ``cache_write_generic``.
 * A ``claude -p --output-format json`` result object measures the episode only
   when no transcript line does (it is a per-session summary without the split).
+* A stream-json ``rate_limit_event`` (OAuth sessions) becomes quota observations,
+  observed at the time of the line before it.
+* Usage Claude Code counted in a session's ``cost-state`` totals but wrote on no
+  assistant line (a stream cut after ``message_start``) is added as the
+  ``cost-state-remainder`` (see ``claude_cost_state``).
 """
 
 from __future__ import annotations
@@ -41,13 +46,20 @@ from pairlab.adapters.usage.base import (
     parse_time,
     vector_of,
 )
+from pairlab.adapters.usage.claude_cost_state import reconcile, sum_by_session
 from pairlab.core.schemas.quota import QuotaObservation
 from pairlab.core.schemas.usage import UsageVector
 
 PROVIDER: Final = "claude"
 SYNTHETIC_MODEL: Final = "<synthetic>"
 # Lines that can matter (assistant responses, tool-result copies, result objects).
-_NEEDLES: Final = ('"assistant"', '"toolUseResult"', '"result"')
+_NEEDLES: Final = (
+    '"assistant"',
+    '"toolUseResult"',
+    '"result"',
+    '"cost-state"',
+    '"rate_limit_event"',
+)
 _LEGACY_LIMIT = re.compile(r"usage limit reached\|(\d{9,11})", re.IGNORECASE)
 
 
@@ -61,6 +73,7 @@ class _Kept:
     web_searches: int | None
     cost_usd: float | None
     is_sidechain: bool
+    session_id: str | None = None
 
 
 def claude_vector(usage: dict[str, Any]) -> UsageVector:
@@ -146,6 +159,13 @@ def limit_notice_observation(text: str, observed_at: datetime | None) -> QuotaOb
     )
 
 
+def _rate_limit_event(obj: dict[str, Any], observed_at: datetime) -> list[QuotaObservation]:
+    # imported here: the quota package imports the usage readers (a cycle at import time)
+    from pairlab.adapters.quota.claude_formats import rate_limit_event_observations
+
+    return rate_limit_event_observations(obj, observed_at)
+
+
 class ClaudeReader:
     provider = PROVIDER
 
@@ -154,6 +174,8 @@ class ClaudeReader:
         kept: dict[str, _Kept] = {}
         keyless: list[_Kept] = []
         results: dict[str, dict[str, Any]] = {}
+        cost_states: dict[str, dict[str, Any]] = {}
+        last_time: datetime | None = None  # a rate_limit_event line has no time of its own
         for path in expand_paths(paths):
             b.paths.append(str(path))
             for obj in iter_json_lines(path, b, _NEEDLES):
@@ -167,6 +189,11 @@ class ClaudeReader:
                 elif kind == "result":
                     sid = obj.get("session_id")
                     results[sid if isinstance(sid, str) else f"#{len(results)}"] = obj
+                elif kind == "cost-state" and isinstance(obj.get("sessionId"), str):
+                    cost_states[obj["sessionId"]] = obj  # cumulative: the last one wins
+                elif kind == "rate_limit_event" and last_time is not None:
+                    b.add_quota(_rate_limit_event(obj, last_time))
+                last_time = parse_time(obj.get("timestamp")) or last_time
                 if b.cli_version is None and isinstance(obj.get("version"), str):
                     b.cli_version = obj["version"]
                 if b.session_id is None and not obj.get("isSidechain"):
@@ -178,6 +205,10 @@ class ClaudeReader:
             b.add_call(item.model, item.vector, is_sidechain=item.is_sidechain)
             b.add_web_searches(item.web_searches)
             b.add_cost(item.cost_usd)
+        if cost_states:
+            items = [*kept.values(), *keyless]
+            lines = sum_by_session((i.session_id, i.model, i.vector) for i in items)
+            reconcile(cost_states, lines, b)
         self._results(results.values(), b, has_transcript=bool(kept or keyless))
         return b.build()
 
@@ -212,6 +243,7 @@ class ClaudeReader:
             web_searches=_web_searches(usage),
             cost_usd=float(cost) if isinstance(cost, int | float) else None,
             is_sidechain=bool(obj.get("isSidechain")),
+            session_id=obj.get("sessionId") if isinstance(obj.get("sessionId"), str) else None,
         )
         mid, rid = message.get("id"), obj.get("requestId")
         key = f"m:{mid}" if isinstance(mid, str) and mid else None

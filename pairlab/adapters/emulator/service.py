@@ -1,0 +1,274 @@
+"""The emulator without HTTP: episodes, accounts, routing of one request to a :class:`Reply`.
+
+Routes (every episode route is under ``/e/<token>``, so a CLI's base URL names its
+episode: ``ANTHROPIC_BASE_URL=http://H:P/e/<token>``, Codex
+``base_url = "http://H:P/e/<token>/v1"``):
+
+| method | path | what |
+| --- | --- | --- |
+| POST | ``/e/<t>/v1/messages`` | Anthropic Messages (SSE or JSON) |
+| POST | ``/e/<t>/v1/messages/count_tokens`` | Anthropic token count |
+| POST | ``/e/<t>/v1/responses`` | OpenAI Responses (SSE or JSON) |
+| GET | ``/e/<t>/api/oauth/usage``, ``/a/<account>/api/oauth/usage`` | Claude OAuth usage (quota) |
+| GET | ``/e/<t>/backend-api/wham/usage``, ``/a/<account>/backend-api/wham/usage`` | Codex usage (quota) |
+| POST | ``/admin/episodes`` | register an episode (JSON :class:`EpisodeRegistration`, optional ``token``) |
+| GET | ``/admin/episodes/<t>`` | an episode's summary and ground truth |
+| GET | ``/healthz`` | liveness |
+
+Anything else gets the provider's 404 shape and a ledger row (the episode's, or
+``unrouted.jsonl``).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import threading
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from pydantic import ValidationError
+
+from pairlab.adapters.emulator.catalog_scripts import task_script
+from pairlab.adapters.emulator.episodes import (
+    UNROUTED_LEDGER,
+    Account,
+    Episode,
+    LedgerWriter,
+    check_token,
+    derive_token,
+    episode_summary,
+    new_account,
+)
+from pairlab.adapters.emulator.model_api import Incoming, ModelApi
+from pairlab.adapters.emulator.reply import Reply, json_reply
+from pairlab.core.accounting.tokenizer import load_token_counter
+from pairlab.core.emulator.ledger import EpisodeRegistration, EpisodeRow
+from pairlab.core.emulator.quota_model import AccountPlan
+from pairlab.core.emulator.quota_surfaces import claude_oauth_usage, codex_usage
+from pairlab.core.errors import InvalidInputError, ReasonCode
+
+_COUNT_MEMO_MAX = 65_536
+IDLE_WAIT_S = 10.0
+
+
+def _memo_counter(count: Callable[[str], int]) -> Callable[[str], int]:
+    """Token counts memoised by text: both CLIs resend the whole history every turn."""
+    memo: dict[bytes, int] = {}
+    lock = threading.Lock()
+
+    def counted(text: str) -> int:
+        if len(text) < 64:
+            return count(text)
+        key = hashlib.sha1(text.encode("utf-8"), usedforsecurity=False).digest()
+        with lock:
+            hit = memo.get(key)
+        if hit is not None:
+            return hit
+        value = count(text)
+        with lock:
+            if len(memo) >= _COUNT_MEMO_MAX:
+                memo.clear()
+            memo[key] = value
+        return value
+
+    return counted
+
+
+def _ending(reply: Reply, episode: Episode) -> Reply:
+    """The reply, marking the episode idle once its ledger row is written (after sending)."""
+    delivered, failed = reply.on_delivered, reply.on_failed
+
+    def on_delivered() -> None:
+        try:
+            delivered()
+        finally:
+            episode.end()
+
+    def on_failed(reason: str, frames_sent: int) -> None:
+        try:
+            failed(reason, frames_sent)
+        finally:
+            episode.end()
+
+    reply.on_delivered, reply.on_failed = on_delivered, on_failed
+    return reply
+
+
+class EmulatorService:
+    def __init__(
+        self,
+        ledger_dir: Path,
+        *,
+        catalog_dir: Path | None = None,
+        clock: Callable[[], float] = time.time,
+        accounts: dict[str, AccountPlan] | None = None,
+        keep_requests: bool = False,
+    ) -> None:
+        self.ledger_dir = ledger_dir
+        self.ledger_dir.mkdir(parents=True, exist_ok=True)
+        self.catalog_dir = catalog_dir
+        self.clock = clock
+        counter = load_token_counter()
+        self.tokenizer = counter.description
+        self._lock = threading.Lock()
+        self._episodes: dict[str, Episode] = {}
+        self._accounts: dict[str, Account] = {
+            name: new_account(name, plan) for name, plan in (accounts or {}).items()
+        }
+        self._writer = LedgerWriter()
+        self.api = ModelApi(
+            count=_memo_counter(counter.count),
+            clock=clock,
+            writer=self._writer,
+            state_lock=self._lock,
+            keep_requests=keep_requests,
+        )
+
+    # -- registry ----------------------------------------------------------------
+    def register(self, registration: EpisodeRegistration, token: str | None = None) -> Episode:
+        """Register an episode before its CLI starts; returns it (token, ledger path)."""
+        script = task_script(registration.task_id, self.catalog_dir)
+        with self._lock:
+            if token is None:
+                token = derive_token(registration, set(self._episodes))
+            elif check_token(token) in self._episodes:
+                raise InvalidInputError(
+                    f"episode token '{token}' is already registered",
+                    reason=ReasonCode.INVALID_INPUT,
+                )
+            if registration.account not in self._accounts:
+                self._accounts[registration.account] = new_account(
+                    registration.account, registration.plan
+                )
+            episode = Episode(
+                token=token,
+                registration=registration,
+                script=script,
+                ledger_path=self.ledger_dir / f"{token}.jsonl",
+            )
+            self._episodes[token] = episode
+        self._writer.append(
+            episode.ledger_path,
+            EpisodeRow(
+                token=token,
+                registered_at=self.clock(),
+                registration=registration,
+                tokenizer=self.tokenizer,
+            ),
+        )
+        return episode
+
+    def episode(self, token: str) -> Episode | None:
+        with self._lock:
+            return self._episodes.get(token)
+
+    def account(self, name: str) -> Account:
+        with self._lock:
+            if name not in self._accounts:
+                self._accounts[name] = new_account(name, None)
+            return self._accounts[name]
+
+    # -- routing -----------------------------------------------------------------
+    def handle(self, req: Incoming) -> Reply:
+        parts = [p for p in req.path.split("/") if p]
+        if req.method == "GET" and parts == ["healthz"]:
+            return json_reply(200, {"ok": True, "episodes": len(self._episodes)})
+        if parts[:2] == ["admin", "episodes"]:
+            return self._admin(req, parts[2:])
+        if len(parts) >= 2 and parts[0] == "a":
+            return self._usage(req, self.account(parts[1]), parts[2:]) or self._not_found(req, None)
+        if len(parts) >= 2 and parts[0] == "e":
+            episode = self.episode(parts[1])
+            if episode is None:
+                return self._not_found(req, None, f"unknown episode token '{parts[1]}'")
+            episode.begin()
+            try:
+                reply = self._episode_route(req, episode, parts[2:])
+            except BaseException:
+                episode.end()
+                raise
+            return _ending(reply, episode)
+        if req.method == "HEAD":
+            return Reply(status=200, body=b"")
+        return self._not_found(req, None)
+
+    def _episode_route(self, req: Incoming, episode: Episode, rest: list[str]) -> Reply:
+        account = self.account(episode.registration.account)
+        if req.method == "POST" and rest == ["v1", "messages"]:
+            return self.api.anthropic_messages(episode, account, req)
+        if req.method == "POST" and rest == ["v1", "messages", "count_tokens"]:
+            return self.api.anthropic_count_tokens(episode, account, req)
+        if req.method == "POST" and rest == ["v1", "responses"]:
+            return self.api.openai_responses(episode, account, req)
+        usage = self._usage(req, account, rest)
+        if usage is not None:
+            return usage
+        if req.method == "HEAD":
+            return Reply(status=200, body=b"")
+        return self._not_found(req, episode)
+
+    def _usage(self, req: Incoming, account: Account, rest: list[str]) -> Reply | None:
+        if req.method != "GET":
+            return None
+        with self._lock:
+            snapshot = account.quota.snapshot(self.clock())
+        if rest == ["api", "oauth", "usage"]:
+            return json_reply(200, claude_oauth_usage(snapshot))
+        if rest == ["backend-api", "wham", "usage"]:
+            return json_reply(200, codex_usage(snapshot))
+        return None
+
+    def _not_found(self, req: Incoming, episode: Episode | None, text: str | None = None) -> Reply:
+        message = text or f"{req.method} {req.path} is not served by the provider emulator"
+        openai = "/responses" in req.path or "backend-api" in req.path
+        row: dict[str, Any] = {
+            "kind": "unrouted",
+            "at": self.clock(),
+            "method": req.method,
+            "path": req.path,
+            "status": 404,
+            "message": message,
+        }
+        target = episode.ledger_path if episode else self.ledger_dir / UNROUTED_LEDGER
+        self._writer.append(target, row)
+        if openai:
+            return json_reply(
+                404,
+                {
+                    "error": {
+                        "message": message,
+                        "type": "invalid_request_error",
+                        "param": None,
+                        "code": "not_found",
+                    }
+                },
+            )
+        return json_reply(
+            404, {"type": "error", "error": {"type": "not_found_error", "message": message}}
+        )
+
+    def _admin(self, req: Incoming, rest: list[str]) -> Reply:
+        if req.method == "POST" and not rest:
+            try:
+                payload = json.loads(req.body or b"{}")
+                token = payload.pop("token", None) if isinstance(payload, dict) else None
+                registration = EpisodeRegistration.model_validate(payload)
+                episode = self.register(registration, token)
+            except (ValueError, ValidationError) as exc:
+                return json_reply(400, {"error": str(exc), "reason_code": "invalid-input"})
+            except InvalidInputError as exc:
+                return json_reply(400, exc.to_json())
+            return json_reply(201, {"token": episode.token, "ledger": str(episode.ledger_path)})
+        if req.method == "GET" and len(rest) == 1:
+            found = self.episode(rest[0])
+            if found is None:
+                return json_reply(404, {"error": f"unknown episode token '{rest[0]}'"})
+            found.wait_idle(IDLE_WAIT_S)
+            return json_reply(200, episode_summary(found))
+        return json_reply(404, {"error": f"{req.method} {req.path}: no such admin route"})
+
+
+__all__ = ["EmulatorService"]

@@ -1,0 +1,178 @@
+"""``pairlab emulator serve|register|ledger|clis``: the provider emulator and the real CLIs.
+
+* ``serve`` runs the emulator until interrupted and prints the URL it listens on
+  (``--port 0`` picks a free port) as its first line.
+* ``register`` registers an episode at a running emulator (its admin API) and prints
+  the token and the base URLs / environment to give the CLI.
+* ``ledger`` summarises an episode ledger (requests, faults, the ground-truth vector).
+* ``clis`` lists the real CLIs bundled in the pinned wheels (exit 3 when one is missing).
+"""
+
+from __future__ import annotations
+
+import json
+import urllib.error
+import urllib.request
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from pairlab.cli.output import emit_json
+from pairlab.core.errors import EnvironmentUnavailable, InvalidInputError, ReasonCode
+
+emulator_app = typer.Typer(
+    help="The provider emulator (Anthropic Messages + OpenAI Responses) and the real CLIs.",
+    no_args_is_help=True,
+)
+
+
+def _parse_fault(text: str) -> dict[str, object]:
+    """``KIND@INDEX`` (e.g. ``rate-limit-429@1``, ``cut-stream@2``)."""
+    kind, sep, index = text.partition("@")
+    if not sep or not index.isdigit():
+        raise InvalidInputError(
+            f"fault '{text}' must be KIND@REQUEST_INDEX (kinds: rate-limit-429, "
+            "overloaded-529, cut-stream)",
+            reason=ReasonCode.INVALID_INPUT,
+        )
+    return {"kind": kind, "at_request": int(index)}
+
+
+@emulator_app.command("serve")
+def serve_command(
+    host: Annotated[str, typer.Option(help="address to listen on")] = "127.0.0.1",
+    port: Annotated[int, typer.Option(help="port (0 = a free one)")] = 8765,
+    ledger_dir: Annotated[
+        Path, typer.Option("--ledger-dir", help="one ground-truth ledger per episode goes here")
+    ] = Path("emulator-ledgers"),
+    catalog_dir: Annotated[
+        Path | None, typer.Option("--catalog-dir", help="task catalog (default: the repository's)")
+    ] = None,
+    keep_requests: Annotated[
+        bool, typer.Option("--keep-requests", help="also store every request body (audits)")
+    ] = False,
+) -> None:
+    """Serve the emulator until interrupted."""
+    from pairlab.adapters.emulator import ProviderEmulator
+
+    emulator = ProviderEmulator(
+        ledger_dir, host=host, port=port, catalog_dir=catalog_dir, keep_requests=keep_requests
+    ).start()
+    typer.echo(f"pairlab emulator listening on {emulator.url} (ledgers in {ledger_dir})")
+    try:
+        emulator.serve_forever()
+    except KeyboardInterrupt:
+        emulator.stop()
+
+
+def _post_json(url: str, payload: dict[str, object]) -> dict[str, object]:
+    request = urllib.request.Request(
+        url,
+        data=json.dumps(payload).encode(),
+        headers={"content-type": "application/json"},
+        method="POST",
+    )
+    try:
+        with urllib.request.urlopen(request, timeout=10) as response:
+            data = json.loads(response.read())
+    except urllib.error.HTTPError as exc:
+        detail = exc.read().decode(errors="replace")
+        raise InvalidInputError(
+            f"the emulator refused the registration: {detail}", reason=ReasonCode.INVALID_INPUT
+        ) from exc
+    except (urllib.error.URLError, OSError) as exc:
+        raise EnvironmentUnavailable(
+            f"no emulator at {url}: {exc}", reason=ReasonCode.ENVIRONMENT_UNAVAILABLE
+        ) from exc
+    if not isinstance(data, dict):
+        raise EnvironmentUnavailable(f"{url} did not answer like the emulator")
+    return data
+
+
+@emulator_app.command("register")
+def register_command(
+    task: Annotated[str, typer.Option("--task", help="catalog task id")],
+    url: Annotated[str, typer.Option(help="the running emulator")] = "http://127.0.0.1:8765",
+    arm: Annotated[str, typer.Option(help="arm (recorded in the ledger)")] = "baseline",
+    seed: Annotated[int, typer.Option(help="the scripted model's seed")] = 0,
+    account: Annotated[str, typer.Option(help="quota/cache account")] = "default",
+    fault: Annotated[
+        list[str] | None, typer.Option("--fault", help="KIND@REQUEST_INDEX, repeatable")
+    ] = None,
+    token: Annotated[str | None, typer.Option(help="episode token (default: derived)")] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="machine-readable output")] = False,
+) -> None:
+    """Register an episode at a running emulator; print where its CLI should point."""
+    payload: dict[str, object] = {
+        "task_id": task,
+        "arm": arm,
+        "seed": seed,
+        "account": account,
+        "faults": [_parse_fault(f) for f in fault or []],
+    }
+    if token:
+        payload["token"] = token
+    answer = _post_json(url.rstrip("/") + "/admin/episodes", payload)
+    base = f"{url.rstrip('/')}/e/{answer['token']}"
+    result = {**answer, "anthropic_base_url": base, "openai_base_url": f"{base}/v1"}
+    if as_json:
+        emit_json(result)
+        return
+    typer.echo(f"token {answer['token']}  ledger {answer['ledger']}")
+    typer.echo(f"  claude: ANTHROPIC_BASE_URL={base}")
+    typer.echo(f"  codex:  base_url={base}/v1 (wire_api=responses)")
+
+
+@emulator_app.command("ledger")
+def ledger_command(
+    path: Annotated[Path, typer.Argument(help="an episode ledger (<token>.jsonl)")],
+    as_json: Annotated[bool, typer.Option("--json", help="machine-readable output")] = False,
+) -> None:
+    """Summarise one episode ledger: requests, faults, ground truth."""
+    from pairlab.core.emulator.ledger import ground_truth, read_ledger
+
+    episode, rows = read_ledger(path)
+    truth = ground_truth(rows)
+    summary = {
+        "token": episode.token,
+        "registration": episode.registration.model_dump(mode="json"),
+        "tokenizer": episode.tokenizer,
+        "requests": len(rows),
+        "billed": sum(1 for r in rows if r.billed),
+        "faults": [f"{r.fault}@{r.request_index}" for r in rows if r.fault],
+        "ground_truth": truth.model_dump(mode="json"),
+    }
+    if as_json:
+        emit_json(summary)
+        return
+    typer.echo(
+        f"{episode.token}: task {episode.registration.task_id}, arm {episode.registration.arm}"
+    )
+    for row in rows:
+        turn = row.turn.action if row.turn else "-"
+        typer.echo(
+            f"  #{row.request_index} {row.method} {row.path} {row.status} billed={row.billed} "
+            f"fault={row.fault or '-'} turn={turn}"
+        )
+    dims = truth.model_dump(mode="json")
+    typer.echo("  ground truth: " + "  ".join(f"{k}={v}" for k, v in dims.items()))
+
+
+@emulator_app.command("clis")
+def clis_command(
+    as_json: Annotated[bool, typer.Option("--json", help="machine-readable output")] = False,
+) -> None:
+    """The real CLIs bundled in the pinned wheels, with their versions."""
+    from pairlab.adapters.real_clis import REAL_CLIS, resolve_cli
+
+    found = [resolve_cli(name) for name in REAL_CLIS]  # raises (exit 3) when one is missing
+    if as_json:
+        emit_json([cli.to_json() for cli in found])
+        return
+    for cli in found:
+        typer.echo(f"{cli.name} {cli.version}  {cli.binary}  (wheel {cli.wheel})")
+
+
+def register(app: typer.Typer) -> None:
+    app.add_typer(emulator_app, name="emulator")

@@ -1,0 +1,322 @@
+"""The scripted model: a catalog task's reference solution, played in a CLI's own tools.
+
+Given the task (its reference edits, the files worth reading, the final answer), the
+episode's seed and the request (:class:`Conversation`), :func:`next_turn` returns
+what the model says next: one tool call, or the final answer. It is a pure function
+of its inputs: the script is re-derived on every request and the calls already in
+the request's history are replayed through it, so a retried request gets the same
+turn and nothing is remembered between requests.
+
+The script (every choice drawn once from the seed, so turns vary between episodes):
+
+1. sometimes list the files (Claude ``Bash``; Codex ``exec_command``);
+2. sometimes read the README; read the unchanged files the prompt names;
+3. read each file the solution changes -- through the intervention's MCP
+   ``read_file`` when the request offers it (first loading it with the CLI's tool
+   search when it is deferred), else the built-in way (``Read``; ``cat`` through
+   ``exec_command``); a preview that carries an ``expansion reference`` is expanded
+   with ``expand`` before the file is edited. Claude's ``Edit`` refuses a file not
+   read with ``Read``, so a Claude edit of a file read through MCP first reads the
+   changed lines with ``Read`` (``offset``/``limit``);
+4. make the edits (Claude ``Edit`` / ``Write``; Codex ``apply_patch``, one patch per
+   file or one for all);
+5. sometimes compile the changed Python files as a check;
+6. answer with the task's final answer.
+
+With a small drawn probability the episode plays the **wrong** variant: the last
+change of the solution is left out and the final answer names nothing, so the
+task's grader fails (tests prove it for every catalog task). A tool the request does
+not offer is never called; when a needed built-in tool is missing the model answers
+without it.
+"""
+
+from __future__ import annotations
+
+import re
+import shlex
+from collections.abc import Generator
+from dataclasses import dataclass
+from typing import Any, Final, Literal
+
+from pairlab.core.emulator.conversation import (
+    CLAUDE_SEARCH_TOOL,
+    CODEX_SEARCH_TOOL,
+    Conversation,
+    PastCall,
+)
+from pairlab.core.emulator.edits import FileChange, apply_patch_text, replacement
+from pairlab.core.stats.seeds import make_rng
+
+MCP_SERVER: Final = "token-optimizer"
+CLAUDE_MCP_PREFIX: Final = f"mcp__{MCP_SERVER}__"
+# Codex normalises a server name to [A-Za-z0-9_] in the namespace (measured: 0.163.0)
+CODEX_MCP_NAMESPACE: Final = "mcp__" + re.sub(r"[^A-Za-z0-9_]", "_", MCP_SERVER)
+DEFAULT_WRONG_PROBABILITY: Final = 0.1
+WRONG_FINAL_ANSWER: Final = "I made the change I could; I did not find more to do."
+_EXPANSION_REF = re.compile(r"expansion reference:\s*(sha256:[0-9a-f]{64})")
+
+Variant = Literal["correct", "wrong"]
+
+
+@dataclass(frozen=True)
+class TaskScript:
+    """A catalog task as the scripted model needs it (built by the emulator adapter)."""
+
+    task_id: str
+    changes: tuple[FileChange, ...]
+    readme: str | None = None  # relative path of a README worth reading, if any
+    context: tuple[str, ...] = ()  # unchanged files the prompt names (read before editing)
+    final_answer: str | None = None
+
+
+@dataclass(frozen=True)
+class ToolCall:
+    name: str
+    arguments: dict[str, Any] | None = None  # JSON tools
+    raw_input: str | None = None  # Codex custom (freeform) tools: apply_patch
+    namespace: str | None = None  # Codex MCP tools
+    kind: Literal["function", "custom", "tool_search"] = "function"
+
+    @property
+    def qualified(self) -> str:
+        return f"{self.namespace}/{self.name}" if self.namespace else self.name
+
+
+@dataclass(frozen=True)
+class ModelTurn:
+    step: int  # how many tool calls came before this turn
+    variant: Variant
+    text: str | None = None  # a preamble before a call, or the final answer
+    call: ToolCall | None = None  # None: the final turn
+    reasoning: str | None = None  # a short reasoning summary (Codex)
+
+    @property
+    def action(self) -> str:
+        return self.call.qualified if self.call else "final-answer"
+
+
+@dataclass(frozen=True)
+class ScriptChoices:
+    """Every seeded choice of one episode, drawn once and in a fixed order."""
+
+    variant: Variant
+    list_files: bool
+    read_readme: bool
+    one_patch: bool
+    compile_check: bool
+
+    @staticmethod
+    def draw(task_id: str, seed: int, wrong_probability: float) -> ScriptChoices:
+        rng = make_rng("pairlab.emulator.script.v1", task_id, str(seed))
+        u = rng.random(5)
+        return ScriptChoices(
+            variant="wrong" if u[0] < wrong_probability else "correct",
+            list_files=bool(u[1] < 0.5),
+            read_readme=bool(u[2] < 0.5),
+            one_patch=bool(u[3] < 0.5),
+            compile_check=bool(u[4] < 0.4),
+        )
+
+
+@dataclass
+class _Context:
+    task: TaskScript
+    conv: Conversation
+    choices: ScriptChoices
+    searched: bool = False  # the script called the CLI's tool search already
+
+    def abs_path(self, rel: str) -> str:
+        cwd = (self.conv.cwd or ".").rstrip("/")
+        return f"{cwd}/{rel}"
+
+
+Script = Generator[ToolCall, PastCall, None]
+
+
+def _searched_in_history(conv: Conversation) -> bool:
+    """Whether an earlier turn called the tool search: the script then calls it again at
+    the same point on replay, even though the later request offers the tool directly."""
+    return any(p.name in (CLAUDE_SEARCH_TOOL, CODEX_SEARCH_TOOL) for p in conv.history)
+
+
+def _mcp_name(conv: Conversation, tool: str) -> str:
+    if conv.dialect == "claude":
+        return CLAUDE_MCP_PREFIX + tool
+    return f"{CODEX_MCP_NAMESPACE}/{tool}"
+
+
+def _mcp_discoverable(conv: Conversation) -> bool:
+    """The request says the intervention's tools can be found with the search tool."""
+    if conv.dialect == "claude":
+        return conv.search_tool == CLAUDE_SEARCH_TOOL and any(
+            name.startswith(CLAUDE_MCP_PREFIX) for name in conv.deferred
+        )
+    return conv.search_tool == CODEX_SEARCH_TOOL and MCP_SERVER in conv.search_hint
+
+
+def _search_call(conv: Conversation) -> ToolCall:
+    if conv.dialect == "claude":
+        wanted = sorted(n for n in conv.deferred if n.startswith(CLAUDE_MCP_PREFIX))
+        wanted = wanted or [CLAUDE_MCP_PREFIX + t for t in ("read_file", "expand")]
+        return ToolCall(CLAUDE_SEARCH_TOOL, {"query": "select:" + ",".join(wanted)})
+    return ToolCall(
+        CODEX_SEARCH_TOOL,
+        {"query": f"{MCP_SERVER} read_file expand", "limit": 4},
+        kind="tool_search",
+    )
+
+
+def _mcp_tool(ctx: _Context, tool: str) -> Generator[ToolCall, PastCall, ToolCall | None]:
+    """A call template for one of the intervention's MCP tools, or None when the request
+    does not offer it. A deferred tool is loaded with the CLI's tool search first."""
+    conv = ctx.conv
+    name = _mcp_name(conv, tool)
+    if not ctx.searched and (
+        _searched_in_history(conv) or (not conv.has(name) and _mcp_discoverable(conv))
+    ):
+        yield _search_call(conv)
+        ctx.searched = True
+    ref = conv.find(name)
+    if ref is None:
+        return None
+    return ToolCall(ref.name, namespace=ref.namespace)
+
+
+def _read(ctx: _Context, rel: str) -> Generator[ToolCall, PastCall, bool]:
+    """Read one file; True when it was read through the intervention's MCP tool."""
+    template = yield from _mcp_tool(ctx, "read_file")
+    if template is not None:
+        result = yield ToolCall(template.name, {"path": rel}, namespace=template.namespace)
+        match = _EXPANSION_REF.search(result.output or "")
+        if match:
+            expand = yield from _mcp_tool(ctx, "expand")
+            if expand is not None:
+                yield ToolCall(expand.name, {"ref": match.group(1)}, namespace=expand.namespace)
+        return True
+    if ctx.conv.dialect == "claude" and ctx.conv.has("Read"):
+        yield ToolCall("Read", {"file_path": ctx.abs_path(rel)})
+    elif ctx.conv.dialect == "codex" and ctx.conv.has("exec_command"):
+        yield ToolCall("exec_command", {"cmd": f"cat {shlex.quote(rel)}"})
+    return False
+
+
+def _claude_edit(ctx: _Context, change: FileChange, read_via_mcp: bool) -> Script:
+    path = ctx.abs_path(change.path)
+    if change.before is None:
+        if ctx.conv.has("Write"):
+            yield ToolCall("Write", {"file_path": path, "content": change.after})
+        return
+    if not ctx.conv.has("Edit"):
+        return
+    old, new = replacement(change.before, change.after)
+    if read_via_mcp and ctx.conv.has("Read"):
+        # Edit needs a Read of the file in this session: read just the lines it replaces
+        start = change.before[: change.before.index(old)].count("\n") + 1
+        yield ToolCall("Read", {"file_path": path, "offset": start, "limit": old.count("\n") or 1})
+    yield ToolCall("Edit", {"file_path": path, "old_string": old, "new_string": new})
+
+
+def _script(ctx: _Context) -> Script:
+    task, choices, conv = ctx.task, ctx.choices, ctx.conv
+    changes = list(task.changes)
+    if choices.variant == "wrong" and changes:
+        changes = changes[:-1]
+    shell = "Bash" if conv.dialect == "claude" else "exec_command"
+    if choices.list_files and conv.has(shell):
+        if conv.dialect == "claude":
+            yield ToolCall("Bash", {"command": "ls -R", "description": "List the project's files"})
+        else:
+            yield ToolCall("exec_command", {"cmd": "ls -R"})
+    if choices.read_readme and task.readme:
+        yield from _read(ctx, task.readme)
+    for path in task.context:
+        yield from _read(ctx, path)
+    via_mcp: dict[str, bool] = {}
+    for change in task.changes:  # the wrong variant still reads what it leaves out
+        if change.before is not None:
+            via_mcp[change.path] = yield from _read(ctx, change.path)
+    if conv.dialect == "claude":
+        for change in changes:
+            yield from _claude_edit(ctx, change, via_mcp.get(change.path, False))
+    elif changes and conv.has("apply_patch"):
+        groups = [changes] if choices.one_patch else [[c] for c in changes]
+        for group in groups:
+            yield ToolCall("apply_patch", raw_input=apply_patch_text(group), kind="custom")
+    py_files = [c.path for c in changes if c.path.endswith(".py")]
+    if choices.compile_check and py_files and conv.has(shell):
+        # ast.parse checks the syntax without writing __pycache__ into the workspace
+        command = (
+            "python3 -c 'import ast, sys; [ast.parse(open(p).read(), p) for p in sys.argv[1:]]' "
+            + " ".join(shlex.quote(p) for p in py_files)
+        )
+        if conv.dialect == "claude":
+            yield ToolCall("Bash", {"command": command, "description": "Check the files compile"})
+        else:
+            yield ToolCall("exec_command", {"cmd": command})
+
+
+def final_text(task: TaskScript, variant: Variant) -> str:
+    if variant == "wrong":
+        return WRONG_FINAL_ANSWER
+    return task.final_answer or "Done: the requested change is made."
+
+
+def next_turn(
+    task: TaskScript,
+    conv: Conversation,
+    *,
+    seed: int,
+    wrong_probability: float = DEFAULT_WRONG_PROBABILITY,
+) -> ModelTurn:
+    """The model's next turn for this request (pure; replays the request's history)."""
+    choices = ScriptChoices.draw(task.task_id, seed, wrong_probability)
+    ctx = _Context(task=task, conv=conv, choices=choices)
+    script = _script(ctx)
+    step = 0
+    try:
+        call = next(script)
+        for past in conv.history:
+            step += 1
+            call = script.send(past)
+    except StopIteration:
+        return ModelTurn(step=step, variant=choices.variant, text=final_text(task, choices.variant))
+    preamble = _preamble(call, step)
+    return ModelTurn(
+        step=step,
+        variant=choices.variant,
+        text=preamble,
+        call=call,
+        reasoning=f"Step {step + 1}: {preamble}" if conv.dialect == "codex" else None,
+    )
+
+
+def _preamble(call: ToolCall, step: int) -> str:
+    """A short line before each call, as models write them (varies with the call)."""
+    args = call.arguments or {}
+    target = args.get("path") or args.get("file_path") or args.get("command") or args.get("cmd")
+    if call.kind == "custom":
+        return "Applying the change."
+    if call.kind == "tool_search" or call.name == CLAUDE_SEARCH_TOOL:
+        return "Loading the file tools."
+    if call.name in ("Edit", "Write"):
+        return f"Editing {target}." if target else "Editing."
+    if call.name == "expand":
+        return "Expanding the preview."
+    if isinstance(target, str) and target:
+        return f"{'Looking at' if step == 0 else 'Next:'} {target}"
+    return "Looking at the project." if step == 0 else "Checking."
+
+
+__all__ = [
+    "CLAUDE_MCP_PREFIX",
+    "CODEX_MCP_NAMESPACE",
+    "DEFAULT_WRONG_PROBABILITY",
+    "MCP_SERVER",
+    "WRONG_FINAL_ANSWER",
+    "ModelTurn",
+    "ScriptChoices",
+    "TaskScript",
+    "ToolCall",
+    "final_text",
+    "next_turn",
+]

@@ -1,0 +1,179 @@
+"""The emulator service without sockets: determinism, registration, ledgers, usage endpoints,
+and the ``pairlab emulator`` commands."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from pairlab.adapters.backends.local import agent_path
+from pairlab.adapters.emulator.model_api import Incoming
+from pairlab.adapters.emulator.service import EmulatorService
+from pairlab.adapters.real_clis import resolve_cli
+from pairlab.core.emulator.ledger import EpisodeRegistration, Fault, RequestRow, read_ledger
+from pairlab.core.emulator.quota_model import FIVE_HOUR_S, AccountPlan
+from pairlab.core.errors import EnvironmentUnavailable, InvalidInputError
+from tests.emulator_support import claude_request, claude_tool_result
+from tests.support import CATALOG_DIR, REPO_ROOT, cli_exit, require
+
+T0 = 1_800_000_000.0
+
+
+def post(service: EmulatorService, path: str, body: dict[str, Any]) -> tuple[int, dict[str, Any]]:
+    reply = service.handle(Incoming("POST", path, {"x-api-key": "k"}, json.dumps(body).encode()))
+    reply.on_delivered()  # what the HTTP layer does once the reply is out
+    return reply.status, json.loads(reply.body or b"{}")
+
+
+def play_episode(ledger_dir: Path, registration: EpisodeRegistration) -> list[RequestRow]:
+    service = EmulatorService(ledger_dir, catalog_dir=CATALOG_DIR, clock=lambda: T0)
+    episode = service.register(registration)
+    history: list[dict[str, Any]] = []
+    for _ in range(20):
+        status, message = post(
+            service, f"/e/{episode.token}/v1/messages", claude_request("go", history)
+        )
+        if status != 200:
+            continue  # an injected fault: the client asks again
+        uses = [b for b in message["content"] if b["type"] == "tool_use"]
+        if not uses:
+            break
+        history += claude_tool_result(uses[0], "result")
+    return read_ledger(episode.ledger_path)[1]
+
+
+def test_the_same_seed_and_requests_give_the_same_ledger(tmp_path: Path) -> None:
+    reg = EpisodeRegistration(
+        task_id="refactor-rename-total",
+        seed=11,
+        faults=[Fault(at_request=2, kind="overloaded-529")],
+    )
+    first = play_episode(tmp_path / "a", reg)
+    second = play_episode(tmp_path / "b", reg)
+    strip = {"duration_ms"}
+    assert [r.model_dump(exclude=strip) for r in first] == [
+        r.model_dump(exclude=strip) for r in second
+    ]
+    other = play_episode(tmp_path / "c", reg.model_copy(update={"seed": 12}))
+    assert [r.turn for r in other] != [r.turn for r in first]
+
+
+def test_registration_through_the_admin_api_and_the_summary(tmp_path: Path) -> None:
+    service = EmulatorService(tmp_path, catalog_dir=CATALOG_DIR, clock=lambda: T0)
+    status, answer = post(
+        service, "/admin/episodes", {"task_id": "fix-median", "token": "ep-one", "seed": 2}
+    )
+    assert status == 201 and answer["token"] == "ep-one"
+    assert Path(answer["ledger"]) == tmp_path / "ep-one.jsonl"
+    assert post(service, "/admin/episodes", {"task_id": "fix-median", "token": "ep-one"})[0] == 400
+    assert post(service, "/admin/episodes", {"task_id": "no-such-task"})[0] == 400
+    assert post(service, "/admin/episodes", {"task_id": "fix-median", "bogus": 1})[0] == 400
+    post(service, "/e/ep-one/v1/messages", claude_request("go"))
+    summary = service.handle(Incoming("GET", "/admin/episodes/ep-one", {}, b""))
+    data = json.loads(summary.body or b"{}")
+    assert data["model_requests"] == 1 and data["delivered"] == 1
+    assert data["ground_truth"]["output"] > 0 and data["ground_truth"]["cache_write_5m"] > 0
+    episode, rows = read_ledger(tmp_path / "ep-one.jsonl")
+    assert episode.registration.seed == 2 and "cl100k" in episode.tokenizer
+    assert rows[0].system_sha256 and rows[0].tools_offered == ["Bash", "Edit", "Read", "Write"]
+
+
+def test_unknown_task_and_bad_tokens_are_refused(tmp_path: Path) -> None:
+    service = EmulatorService(tmp_path, catalog_dir=CATALOG_DIR)
+    with pytest.raises(InvalidInputError, match="unknown task"):
+        service.register(EpisodeRegistration(task_id="nope"))
+    with pytest.raises(InvalidInputError, match="token"):
+        service.register(EpisodeRegistration(task_id="fix-median"), token="../escape")
+
+
+def test_an_exhausted_window_refuses_until_it_resets(tmp_path: Path) -> None:
+    now = [T0]
+    plans = {"tiny": AccountPlan(five_hour_limit=1000, seven_day_limit=1_000_000)}
+    service = EmulatorService(
+        tmp_path, catalog_dir=CATALOG_DIR, clock=lambda: now[0], accounts=plans
+    )
+    episode = service.register(EpisodeRegistration(task_id="fix-median", account="tiny"))
+    path = f"/e/{episode.token}/v1/messages"
+    assert post(service, path, claude_request("go"))[0] == 200  # consumes well over 1,000
+    status, error = post(service, path, claude_request("go"))
+    assert status == 429 and error["error"]["type"] == "rate_limit_error"
+    assert "five_hour" in error["error"]["message"]
+    now[0] = T0 + FIVE_HOUR_S + 1
+    assert post(service, path, claude_request("go"))[0] == 200
+    rows = read_ledger(episode.ledger_path)[1]
+    assert [(r.status, r.billed) for r in rows] == [(200, True), (429, False), (200, True)]
+    assert rows[1].quota_before is not None and rows[1].quota_before.five_hour.utilization == 1.0
+
+
+def test_usage_endpoints_serve_each_account(tmp_path: Path) -> None:
+    service = EmulatorService(tmp_path, catalog_dir=CATALOG_DIR, clock=lambda: T0)
+    episode = service.register(EpisodeRegistration(task_id="fix-median", account="acct-1"))
+    post(service, f"/e/{episode.token}/v1/messages", claude_request("go"))
+    by_episode = service.handle(Incoming("GET", f"/e/{episode.token}/api/oauth/usage", {}, b""))
+    by_account = service.handle(Incoming("GET", "/a/acct-1/api/oauth/usage", {}, b""))
+    assert by_episode.body == by_account.body
+    codex = json.loads(
+        service.handle(Incoming("GET", "/a/acct-1/backend-api/wham/usage", {}, b"")).body or b""
+    )
+    assert codex["rate_limit"]["primary_window"]["limit_window_seconds"] == 18000
+    other = json.loads(
+        service.handle(Incoming("GET", "/a/acct-2/api/oauth/usage", {}, b"")).body or b""
+    )
+    assert other["five_hour"] == {"utilization": 0.0, "resets_at": None}
+
+
+def test_the_ledger_command_summarises_a_ledger(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    rows = play_episode(tmp_path, EpisodeRegistration(task_id="fix-median", seed=2))
+    ledger = next(tmp_path.glob("ep-*.jsonl"))
+    assert cli_exit(["emulator", "ledger", str(ledger), "--json"]) == 0
+    summary = json.loads(capsys.readouterr().out)
+    assert summary["requests"] == len(rows) and summary["billed"] == len(rows)
+    assert summary["ground_truth"]["output"] == sum(r.usage.output or 0 for r in rows if r.usage)
+    (tmp_path / "broken.jsonl").write_text("{not json\n")
+    assert cli_exit(["emulator", "ledger", str(tmp_path / "broken.jsonl"), "--json"]) == 2
+    assert json.loads(capsys.readouterr().out)["reason_code"] == "malformed-input"
+
+
+def test_real_clis_resolve_with_their_versions_and_are_on_an_episodes_path() -> None:
+    try:
+        found = [resolve_cli("claude"), resolve_cli("codex")]
+    except EnvironmentUnavailable as exc:
+        require(False, exc.message)
+        return
+    assert [c.version for c in found] == ["2.1.332", "0.163.0"]  # the versions the lock pins
+    path = agent_path("/usr/bin:/bin")
+    for cli in found:
+        assert shutil.which(cli.name, path=path) == str(cli.binary)
+    assert shutil.which("rg", path=path) is not None  # Codex's bundled helper
+
+
+def test_a_broken_wheel_is_an_environment_error_with_a_reason(tmp_path: Path) -> None:
+    """A claude_agent_sdk without its bundled binary (a broken install): exit 3, cli-unavailable."""
+    shadow = tmp_path / "claude_agent_sdk"
+    shadow.mkdir()
+    (shadow / "__init__.py").write_text("")
+    env = {**os.environ, "PYTHONPATH": f"{tmp_path}{os.pathsep}{REPO_ROOT}"}
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            "from pairlab.cli import main; main(['emulator', 'clis', '--json'])",
+        ],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=120,
+        check=False,
+    )
+    assert done.returncode == 3, done.stderr
+    error = json.loads(done.stdout)
+    assert error["reason_code"] == "cli-unavailable" and "claude" in error["error"]
