@@ -97,7 +97,7 @@ def rate_limit_event_observations(event: object, observed_at: datetime) -> list[
                 provider=provider,
                 window=window,
                 used=used,
-                resets_at=parse_time(value.get("resetsAt")),
+                resets_at=parse_instant(value.get("resetsAt")),
                 observed_at=observed_at,
                 source=RATE_LIMIT_EVENT_SOURCE,
                 source_scale="fraction",
