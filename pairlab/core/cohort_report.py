@@ -20,52 +20,50 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from typing import Any, Final, NamedTuple
+from typing import Any, Final
 
 import numpy as np
 import polars as pl
 
-KEY_COLUMNS: Final = ("client", "clientVersion", "model", "modelVersion", "taskId", "stratum")
-# Effect metrics, named as the episode record's camelCase fields; all lower-is-better.
-METRICS: Final = (
-    "uncachedInputTokens",
-    "cachedInputTokens",
-    "cacheWrite5mTokens",
-    "cacheWrite1hTokens",
-    "cacheWriteTokens",
-    "outputTokens",
-    "reasoningTokens",
-    "totalTokens",
-    "toolCalls",
-    "latencyMs",
-    "costUsd",
-    "apiListPriceUsd",
-)
+from pairlab.core.decisions import DECISIONS, REASONS, ROLES, EffectLabels, label_effects
+from pairlab.core.metrics import KEY_COLUMNS, METRICS, Contrast
+from pairlab.core.stats.studentized import DECISION_DESCRIPTION, DECISION_METHOD
+from pairlab.core.study_plan import ResolvedPlan
+
+__all__ = [
+    "KEY_COLUMNS",
+    "METRICS",
+    "CohortAnalysis",
+    "Contrast",
+    "decision_text",
+    "effects_frame",
+    "render_cohort_table",
+    "rule_text",
+]
+
 _FLAGGED_UNKNOWN: Final = ("clientVersion", "model", "modelVersion")
-
-
-class Contrast(NamedTuple):
-    treatment: str
-    control: str
-
-    @property
-    def label(self) -> str:
-        return f"{self.treatment}-vs-{self.control}"
+ANALYSIS_SCHEMA_VERSION: Final = 2
 
 
 def _num(value: float) -> float | None:
-    return None if math.isnan(value) else value
+    """JSON number, or null for NaN (no value) and +-inf (an unbounded interval end)."""
+    return None if math.isnan(value) or math.isinf(value) else value
 
 
 @dataclass
 class CohortAnalysis:
-    """Every cohort of one analysis. Arrays are indexed [cohort, contrast, metric]."""
+    """Every cohort of one analysis. Arrays are indexed [cohort, contrast, metric].
+
+    ``min_pairs`` is the analysis gate; ``plan`` the study plan whose decision
+    rule labels the effects (:mod:`pairlab.core.decisions`).
+    """
 
     run_id: str
     min_pairs: int
     n_resamples: int
     confidence: float
     method: str
+    plan: ResolvedPlan
     keys: pl.DataFrame
     arms: list[str]
     contrasts: list[Contrast]
@@ -79,34 +77,82 @@ class CohortAnalysis:
     applies: np.ndarray  # [cohort, contrast]: both arms present in the cohort
     cells: dict[str, np.ndarray]  # paired 2x2 table per [cohort, contrast]
     estimate: np.ndarray
-    low: np.ndarray
+    low: np.ndarray  # the reported (percentile or BCa) interval
     high: np.ndarray
+    decision_low: np.ndarray  # the decision interval at 1 - plan alpha
+    decision_high: np.ndarray
+    p_saving: np.ndarray  # one-sided p-values of the decision test
+    p_increase: np.ndarray
     n: np.ndarray
     excluded_null: np.ndarray
     notes: list[list[str]] = field(default_factory=list)
 
     @property
+    def graded_pairs(self) -> np.ndarray:
+        """[cohort, contrast]: pairs where both arms were graded."""
+        return np.asarray(sum(self.cells[c] for c in "abcd"))
+
+    @property
     def correctness_holds(self) -> np.ndarray:
         """[cohort, contrast]: graded pairs exist and treatment's rate >= control's."""
-        graded = sum(self.cells[c] for c in "abcd")
-        return np.asarray((graded > 0) & (self.cells["b"] >= self.cells["c"]))
+        return np.asarray((self.graded_pairs > 0) & (self.cells["b"] >= self.cells["c"]))
+
+    @property
+    def exploratory(self) -> bool:
+        """The gate is below the plan's pre-registered minimum pairs."""
+        return self.min_pairs < self.plan.plan.min_pairs
+
+    def labels(self) -> EffectLabels:
+        return label_effects(
+            self.plan.plan,
+            self.contrasts,
+            gate=self.min_pairs,
+            n=np.where(self.applies[:, :, None] & self.ok[:, None, None], self.n, 0),
+            p_saving=self.p_saving,
+            p_increase=self.p_increase,
+            percentile_high=self.high,
+            correctness_holds=self.correctness_holds,
+            graded=self.graded_pairs > 0,
+        )
 
     @property
     def win(self) -> np.ndarray:
-        with np.errstate(invalid="ignore"):
-            saving = self.high < 0
-        return np.asarray(
-            self.ok[:, None, None]
-            & self.applies[:, :, None]
-            & (self.n >= self.min_pairs)
-            & saving
-            & self.correctness_holds[:, :, None]
-        )
+        """[cohort, contrast, metric]: a primary or secondary win under the plan."""
+        return np.asarray(self.labels().win & self.ok[:, None, None] & self.applies[:, :, None])
 
     def flags(self, idx: int) -> list[str]:
         row = self.keys.row(idx, named=True)
         found = [f"{name} unknown" for name in _FLAGGED_UNKNOWN if row[name] == "unknown"]
         return found + list(self.notes[idx] if idx < len(self.notes) else [])
+
+    def header(self) -> dict[str, Any]:
+        """What the analysis used: gate, plan, the two intervals, whether it is exploratory."""
+        plan = self.plan.plan
+        return {
+            "schemaVersion": ANALYSIS_SCHEMA_VERSION,
+            "runId": self.run_id,
+            "gate": self.min_pairs,
+            "exploratory": self.exploratory,
+            "plan": self.plan.summary(),
+            "reportedInterval": {
+                "method": self.method,
+                "confidence": self.confidence,
+                "resamples": self.n_resamples,
+                "fields": ["ciLow", "ciHigh"],
+            },
+            "decisionRule": {
+                "interval": DECISION_METHOD,
+                "description": DECISION_DESCRIPTION,
+                "confidence": 1.0 - plan.alpha,
+                "resamples": self.n_resamples,
+                "fields": ["decisionLow", "decisionHigh", "pValue", "pAdjusted"],
+                "primaryCorrection": "holm",
+                "secondaryCorrection": plan.secondary_correction,
+                "alpha": plan.alpha,
+                "minPairs": plan.min_pairs,
+                "decides": "decision interval",
+            },
+        }
 
     def to_json(self) -> dict[str, Any]:
         from pairlab.core.stats.proportions import (
@@ -119,9 +165,19 @@ class CohortAnalysis:
         a, b, c, d = (self.cells[x] for x in "abcd")
         p_value = mcnemar_exact_p(b, c)
         diff, d_low, d_high = newcombe_paired_interval(a, b, c, d, self.confidence)
-        win = self.win
+        labels = self.labels()
+        with np.errstate(invalid="ignore"):
+            p_two = np.minimum(1.0, 2.0 * np.minimum(self.p_saving, self.p_increase))
         est, lo, hi = self.estimate.tolist(), self.low.tolist(), self.high.tolist()
-        n_list, null_list, win_list = self.n.tolist(), self.excluded_null.tolist(), win.tolist()
+        dlo, dhi = self.decision_low.tolist(), self.decision_high.tolist()
+        p_list, padj_list = p_two.tolist(), labels.p_adjusted.tolist()
+        role_l, dec_l, why_l = (
+            labels.role.tolist(),
+            labels.decision.tolist(),
+            labels.reason.tolist(),
+        )
+        n_list, null_list = self.n.tolist(), self.excluded_null.tolist()
+        counts = {name: 0 for name in DECISIONS}
         cohorts = []
         for idx, key in enumerate(self.keys.iter_rows(named=True)):
             is_ok = bool(self.ok[idx])
@@ -132,6 +188,8 @@ class CohortAnalysis:
                     if not self.applies[idx, j]:
                         continue
                     for i, metric in enumerate(METRICS):
+                        decision = DECISIONS[dec_l[idx][j][i]]
+                        counts[decision] += 1
                         effects.append(
                             {
                                 "treatment": contrast.treatment,
@@ -142,7 +200,14 @@ class CohortAnalysis:
                                 "ciHigh": _num(hi[idx][j][i]),
                                 "n": n_list[idx][j][i],
                                 "excludedNull": null_list[idx][j][i],
-                                "win": win_list[idx][j][i],
+                                "win": decision in ("primary-win", "secondary-win"),
+                                "role": ROLES[role_l[idx][j][i]],
+                                "decision": decision,
+                                "reason": REASONS[why_l[idx][j][i]] or None,
+                                "decisionLow": _num(dlo[idx][j][i]),
+                                "decisionHigh": _num(dhi[idx][j][i]),
+                                "pValue": _num(p_list[idx][j][i]),
+                                "pAdjusted": _num(padj_list[idx][j][i]),
                             }
                         )
                     graded = int(a[idx, j] + b[idx, j] + c[idx, j] + d[idx, j])
@@ -176,6 +241,7 @@ class CohortAnalysis:
                     "key": key,
                     "status": "ok" if is_ok else "insufficient",
                     "pairs": int(self.pairs[idx]),
+                    "exploratory": is_ok and int(self.pairs[idx]) < self.plan.plan.min_pairs,
                     "excluded": int(self.excluded[idx]),
                     "flags": self.flags(idx),
                     "effects": effects,
@@ -183,7 +249,7 @@ class CohortAnalysis:
                     "joinCoverage": {"exact": exact, "fallback": fallback, "missing": missing},
                 }
             )
-        return {"cohorts": cohorts}
+        return {**self.header(), "decisions": counts, "cohorts": cohorts}
 
 
 EFFECT_FIELDS: Final = (
@@ -196,11 +262,19 @@ EFFECT_FIELDS: Final = (
     "n",
     "excludedNull",
     "win",
+    "role",
+    "decision",
+    "reason",
+    "decisionLow",
+    "decisionHigh",
+    "pValue",
+    "pAdjusted",
 )
 EFFECTS_SCHEMA: Final[dict[str, pl.DataType]] = {
     **{name: pl.String() for name in KEY_COLUMNS},
     "status": pl.String(),
     "pairs": pl.Int64(),
+    "exploratory": pl.Boolean(),
     "treatment": pl.String(),
     "control": pl.String(),
     "metric": pl.String(),
@@ -210,6 +284,13 @@ EFFECTS_SCHEMA: Final[dict[str, pl.DataType]] = {
     "n": pl.Int64(),
     "excludedNull": pl.Int64(),
     "win": pl.Boolean(),
+    "role": pl.String(),
+    "decision": pl.String(),
+    "reason": pl.String(),
+    "decisionLow": pl.Float64(),
+    "decisionHigh": pl.Float64(),
+    "pValue": pl.Float64(),
+    "pAdjusted": pl.Float64(),
 }
 
 
@@ -227,6 +308,7 @@ def effects_frame(analysis: dict[str, Any]) -> pl.DataFrame:
             columns[name] += [key.get(name)] * len(effects)
         columns["status"] += [cohort.get("status")] * len(effects)
         columns["pairs"] += [cohort.get("pairs")] * len(effects)
+        columns["exploratory"] += [cohort.get("exploratory")] * len(effects)
         for name in EFFECT_FIELDS:
             columns[name] += [e.get(name) for e in effects]
     return pl.DataFrame(columns, schema=EFFECTS_SCHEMA)
@@ -238,17 +320,74 @@ def _fmt(value: float | None) -> str:
     return f"{value:.4g}" if abs(value) < 1e5 else f"{value:.0f}"
 
 
+REASON_TEXT: Final = {
+    "not-observed": "not observed",
+    "too-few-pairs": "too few pairs",
+    "correctness-regressed": "saving, but correctness regressed",
+    "correctness-unproven": "saving, but correctness unproven (nothing graded)",
+    "adjusted-threshold": "decision interval excludes 0, above the adjusted threshold",
+    "decision-interval": "only the 95% percentile interval excludes 0",
+    "below-gate": "decision interval excludes 0, below the pre-registered pairs",
+}
+
+
+def decision_text(effect: dict[str, Any]) -> str:
+    """A short human label of an effect's decision and reason (table and report)."""
+    decision = effect.get("decision")
+    reason = effect.get("reason")
+    text = {
+        "primary-win": "PRIMARY WIN",
+        "secondary-win": "secondary win (adjusted)",
+        "regression": "REGRESSION",
+        "no-evidence": "no evidence",
+        "insufficient": "insufficient",
+        "not-tested": "not tested",
+    }.get(str(decision), str(decision))
+    return f"{text}: {REASON_TEXT.get(str(reason), reason)}" if reason else text
+
+
+def _interval(low: float | None, high: float | None) -> str:
+    if low is None and high is None:
+        return "null"
+    lo = "-inf" if low is None else _fmt(low)
+    hi = "+inf" if high is None else _fmt(high)
+    return f"[{lo}, {hi}]"
+
+
+def rule_text(header: dict[str, Any]) -> str:
+    """One paragraph: which interval decides, the plan, the gate, exploratory or not."""
+    rule, plan = header["decisionRule"], header["plan"]
+    reported = header["reportedInterval"]
+    text = (
+        f"Decisions use the {rule['interval']} interval at {rule['confidence']:.0%} "
+        f"(alpha {rule['alpha']:g}); the reported interval is the {reported['method']} bootstrap "
+        f"at {reported['confidence']:.0%} ({reported['resamples']} resamples). Study plan "
+        f"'{plan['id']}' ({plan['source']}, sha256 {plan['sha256'][:12]}): primary "
+        f"{plan['primary_metric']} on {', '.join(plan['primary_contrasts'])} (Holm across them); "
+        f"secondary metrics {rule['secondaryCorrection']}-adjusted; minimum pairs "
+        f"{plan['min_pairs']}; gate {header['gate']}."
+    )
+    if header.get("exploratory"):
+        text += (
+            f" EXPLORATORY: the gate ({header['gate']}) is below the pre-registered minimum "
+            f"({plan['min_pairs']}); effects with fewer pairs make no claim."
+        )
+    return text
+
+
 def render_cohort_table(analysis: CohortAnalysis, metrics: tuple[str, ...] | None = None) -> str:
     """A markdown table: one row per cohort x contrast x metric (insufficient: one row)."""
     shown = metrics or METRICS
     data = analysis.to_json()
     lines = [
         f"Cohort analysis (run {analysis.run_id}; gate {analysis.min_pairs} pairs; "
-        f"{analysis.method} bootstrap, {analysis.n_resamples} resamples, "
-        f"{analysis.confidence:.0%}; effect = treatment - control, negative = fewer)",
+        f"effect = treatment - control, negative = fewer)",
         "",
-        "| cohort | status | pairs | contrast | metric | effect | CI | n | nulls | win |",
-        "| --- | --- | ---: | --- | --- | ---: | --- | ---: | ---: | --- |",
+        rule_text(data),
+        "",
+        "| cohort | status | pairs | contrast | metric | role | effect | 95% CI | decision CI | n "
+        "| nulls | decision |",
+        "| --- | --- | ---: | --- | --- | --- | ---: | --- | --- | ---: | ---: | --- |",
     ]
     for cohort in data["cohorts"]:
         k = cohort["key"]
@@ -256,19 +395,21 @@ def render_cohort_table(analysis: CohortAnalysis, metrics: tuple[str, ...] | Non
             f"{k['client']} {k['clientVersion']} / {k['model']} {k['modelVersion']} / "
             f"{k['taskId']} / {k['stratum']}"
         )
-        head = f"| {label} | {cohort['status']} | {cohort['pairs']} |"
+        status = cohort["status"] + (" (exploratory)" if cohort.get("exploratory") else "")
+        head = f"| {label} | {status} | {cohort['pairs']} |"
         # Metrics never observed in this cohort (n = 0) stay in the JSON, not in the table.
         rows = [e for e in cohort["effects"] if e["metric"] in shown and e["n"] > 0]
         if not rows:
             verdict = "no claim" if cohort["status"] != "ok" else "no observed metric"
-            lines.append(f"{head} - | - | - | - | - | - | {verdict} |")
+            lines.append(f"{head} - | - | - | - | - | - | - | - | {verdict} |")
             continue
         for e in rows:
-            ci = "null" if e["ciLow"] is None else f"[{_fmt(e['ciLow'])}, {_fmt(e['ciHigh'])}]"
+            ci = _interval(e["ciLow"], e["ciHigh"])
+            dci = _interval(e["decisionLow"], e["decisionHigh"])
             lines.append(
-                f"{head} {e['treatment']} vs {e['control']} | {e['metric']} | "
-                f"{_fmt(e['estimate'])} | {ci} | {e['n']} | {e['excludedNull']} | "
-                f"{'WIN' if e['win'] else 'no'} |"
+                f"{head} {e['treatment']} vs {e['control']} | {e['metric']} | {e['role']} | "
+                f"{_fmt(e['estimate'])} | {ci} | {dci} | {e['n']} | {e['excludedNull']} | "
+                f"{decision_text(e)} |"
             )
     lines += [
         "",

@@ -29,6 +29,8 @@ class ReasonCode(StrEnum):
     INVALID_PROFILE = "invalid-profile"
     INVALID_CATALOG = "invalid-catalog"
     INVALID_MIN_PAIRS = "invalid-min-pairs"
+    INVALID_PLAN = "invalid-plan"
+    PLAN_CHANGED = "plan-changed"
     UNKNOWN_TASK = "unknown-task"
     UNKNOWN_PROFILE = "unknown-profile"
     EXECUTION_FAILED = "execution-failed"

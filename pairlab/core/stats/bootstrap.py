@@ -46,6 +46,8 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 from scipy import special  # type: ignore[import-untyped]  # no stubs locked (scipy-stubs)
 
+from pairlab.core.stats.studentized import DecisionIntervals, decision_intervals
+
 FloatArray = NDArray[np.float64]
 BoolArray = NDArray[np.bool_]
 Method = Literal["percentile", "bca"]
@@ -57,13 +59,18 @@ DEFAULT_CONFIDENCE = 0.95
 
 @dataclass(frozen=True)
 class MeanIntervals:
-    """Per-column results of one bootstrap call (arrays of the column count)."""
+    """Per-column results of one bootstrap call (arrays of the column count).
+
+    ``decision``: the decision interval and its p-values
+    (:mod:`pairlab.core.stats.studentized`), when asked for.
+    """
 
     estimate: FloatArray
     low: FloatArray
     high: FloatArray
     degenerate: BoolArray
     bca_fallback: BoolArray
+    decision: DecisionIntervals | None = None
 
 
 # OpenBLAS runs a GEMM single-threaded below M*N*K = 4 * 65536 (its default
@@ -233,8 +240,13 @@ def bootstrap_mean_intervals(
     confidence: float = DEFAULT_CONFIDENCE,
     method: Method = "percentile",
     precision: Precision = "float32",
+    decision_confidence: float | None = None,
 ) -> MeanIntervals:
     """Bootstrap intervals of the mean of each column of ``values`` (n rows, finite).
+
+    With ``decision_confidence``, also the decision interval at that confidence
+    and its p-values, from the same resamples (the squared centered values join
+    the matrix product).
 
     All columns share one resample of the rows (a joint bootstrap); ``n`` must
     be at least 2. A resample mean is computed as ``mean + sum(count * (x -
@@ -259,16 +271,28 @@ def bootstrap_mean_intervals(
         raise ValueError(f"confidence must be in (0, 1), got {confidence}")
     if method not in ("percentile", "bca"):
         raise ValueError(f"unknown bootstrap method {method!r}")
+    if decision_confidence is not None and not 0.0 < decision_confidence < 1.0:
+        raise ValueError(f"decision_confidence must be in (0, 1), got {decision_confidence}")
     estimate = data.mean(axis=0)
     degenerate = np.all(data == data[:1], axis=0)
+    columns = data.shape[1]
     centered = (data - estimate).astype(precision)
-    if data.shape[1] == 1:
+    if decision_confidence is not None:
+        centered = np.concatenate([centered, centered * centered], axis=1)
+    if centered.shape[1] == 1:
         # One column: gathering the resampled values is cheaper than counts + GEMM
         # (same draws, so the same resamples; sums differ only in rounding order).
         idx = draw_resample_indices(rng, n, n_resamples)
-        sums = centered[:, 0][idx].sum(axis=1)[None, :]
+        all_sums = centered[:, 0][idx].sum(axis=1)[None, :]
     else:
-        sums = resampled_sums(centered, draw_resample_counts(rng, n, n_resamples, precision))
+        all_sums = resampled_sums(centered, draw_resample_counts(rng, n, n_resamples, precision))
+    sums = all_sums[:columns]
+    decision = None
+    if decision_confidence is not None:
+        # Before the percentile selection below reorders ``sums`` in place.
+        decision = decision_intervals(
+            data, sums, all_sums[columns:], decision_confidence, _percentile_pair
+        )
     alpha = (1.0 - confidence) / 2.0
     fallback = np.zeros(data.shape[1], dtype=np.bool_)
     if method == "bca":
@@ -280,4 +304,4 @@ def bootstrap_mean_intervals(
         low, high = _percentile_pair(sums, alpha, 1.0 - alpha)
     low = np.where(degenerate, estimate, estimate + low / n)
     high = np.where(degenerate, estimate, estimate + high / n)
-    return MeanIntervals(estimate, low, high, degenerate, fallback)
+    return MeanIntervals(estimate, low, high, degenerate, fallback, decision)
