@@ -24,7 +24,9 @@ def decide(data: np.ndarray, seed: int, confidence: float = 0.95, resamples: int
     return got
 
 
-def reference_bootstrap_t(x: np.ndarray, seed: int, resamples: int, confidence: float) -> tuple[float, float]:
+def reference_bootstrap_t(
+    x: np.ndarray, seed: int, resamples: int, confidence: float
+) -> tuple[float, float]:
     """The textbook studentized bootstrap: gather resamples, t* per resample, np.quantile."""
     n = len(x)
     idx = draw_resample_indices(np.random.default_rng(seed), n, resamples)
