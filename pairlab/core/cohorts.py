@@ -78,6 +78,7 @@ __all__ = [
     "effects_frame",
     "episodes_frame",
     "render_cohort_table",
+    "resolve_gate",
     "resolve_min_pairs",
 ]
 
@@ -135,6 +136,14 @@ def resolve_min_pairs(value: int | None) -> int:
             reason=ReasonCode.INVALID_MIN_PAIRS,
         )
     return value
+
+
+def resolve_gate(value: int | None, plan: ResolvedPlan) -> int:
+    """The gate of an analysis under ``plan``: ``value``, else
+    $TOKEN_OPTIMIZER_EVAL_MIN_PAIRS, else the plan's pre-registered minimum pairs."""
+    if value is None and not os.environ.get(MIN_PAIRS_ENV, "").strip():
+        return plan.plan.min_pairs
+    return resolve_min_pairs(value)
 
 
 def episodes_frame(records: Iterable[EpisodeRecord]) -> pl.DataFrame:
