@@ -27,12 +27,14 @@ def decide(data: np.ndarray, seed: int, confidence: float = 0.95, resamples: int
 def reference_bootstrap_t(
     x: np.ndarray, seed: int, resamples: int, confidence: float
 ) -> tuple[float, float]:
-    """The textbook studentized bootstrap: gather resamples, t* per resample, np.quantile."""
+    """The textbook studentized bootstrap: gather resamples, t* per resample, sort, and
+    take the k-th smallest and largest, k = B (1 - confidence) / 2."""
     n = len(x)
     idx = draw_resample_indices(np.random.default_rng(seed), n, resamples)
     res = x[idx]
-    t = (res.mean(axis=1) - x.mean()) / (res.std(axis=1, ddof=1) / np.sqrt(n))
-    lo_q, hi_q = np.quantile(t, [(1 - confidence) / 2, 1 - (1 - confidence) / 2])
+    t = np.sort((res.mean(axis=1) - x.mean()) / (res.std(axis=1, ddof=1) / np.sqrt(n)))
+    k = round(resamples * (1 - confidence) / 2)
+    lo_q, hi_q = t[k - 1], t[resamples - k]
     se = x.std(ddof=1) / np.sqrt(n)
     return x.mean() - hi_q * se, x.mean() - lo_q * se
 

@@ -38,7 +38,6 @@ flagged ``bca_fallback``.
 from __future__ import annotations
 
 import math
-import threading
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -46,7 +45,13 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 from scipy import special  # type: ignore[import-untyped]  # no stubs locked (scipy-stubs)
 
-from pairlab.core.stats.studentized import DecisionIntervals, decision_intervals
+from pairlab.core.stats.studentized import (
+    DecisionIntervals,
+    decision_intervals,
+    observed_t,
+    studentized_sums,
+)
+from pairlab.core.stats.workspace import WORKSPACE as _WORKSPACE
 
 FloatArray = NDArray[np.float64]
 BoolArray = NDArray[np.bool_]
@@ -99,30 +104,6 @@ def draw_resample_indices(
         stop = min(start + rows, n_resamples)
         out[start:stop] = rng.integers(0, n, (stop - start, n), dtype=dtype)
     return out
-
-
-class _Workspace(threading.local):
-    """Per-thread scratch arrays, reused across calls of the same shape.
-
-    A fresh multi-megabyte temporary per cohort costs a page fault per 4 KiB
-    page in glibc's default configuration (large blocks are mmapped and handed
-    back on free); reusing them was measured at about a third of the CPU time
-    of the whole analysis on 2 cores.
-    """
-
-    def __init__(self) -> None:
-        self.arrays: dict[tuple[str, tuple[int, ...], str], NDArray[Any]] = {}
-
-    def get(self, name: str, shape: tuple[int, ...], dtype: Any) -> NDArray[Any]:
-        key = (name, shape, np.dtype(dtype).str)
-        found = self.arrays.get(key)
-        if found is None:
-            self.arrays = {k: v for k, v in self.arrays.items() if k[0] != name}
-            found = self.arrays[key] = np.empty(shape, dtype=dtype)
-        return found
-
-
-_WORKSPACE = _Workspace()
 
 
 def draw_resample_counts(
@@ -245,8 +226,8 @@ def bootstrap_mean_intervals(
     """Bootstrap intervals of the mean of each column of ``values`` (n rows, finite).
 
     With ``decision_confidence``, also the decision interval at that confidence
-    and its p-values, from the same resamples (the squared centered values join
-    the matrix product).
+    and its p-values, from the same resamples
+    (:func:`pairlab.core.stats.studentized.studentized_sums`).
 
     All columns share one resample of the rows (a joint bootstrap); ``n`` must
     be at least 2. A resample mean is computed as ``mean + sum(count * (x -
@@ -277,22 +258,20 @@ def bootstrap_mean_intervals(
     degenerate = np.all(data == data[:1], axis=0)
     columns = data.shape[1]
     centered = (data - estimate).astype(precision)
+    decision = None
     if decision_confidence is not None:
-        centered = np.concatenate([centered, centered * centered], axis=1)
-    if centered.shape[1] == 1:
+        found = studentized_sums(
+            centered, draw_resample_counts(rng, n, n_resamples, precision), observed_t(data)
+        )
+        sums = found.s1
+        decision = decision_intervals(data, found, decision_confidence)
+    elif columns == 1:
         # One column: gathering the resampled values is cheaper than counts + GEMM
         # (same draws, so the same resamples; sums differ only in rounding order).
         idx = draw_resample_indices(rng, n, n_resamples)
-        all_sums = centered[:, 0][idx].sum(axis=1)[None, :]
+        sums = centered[:, 0][idx].sum(axis=1)[None, :]
     else:
-        all_sums = resampled_sums(centered, draw_resample_counts(rng, n, n_resamples, precision))
-    sums = all_sums[:columns]
-    decision = None
-    if decision_confidence is not None:
-        # Before the percentile selection below reorders ``sums`` in place.
-        decision = decision_intervals(
-            data, sums, all_sums[columns:], decision_confidence, _percentile_pair
-        )
+        sums = resampled_sums(centered, draw_resample_counts(rng, n, n_resamples, precision))
     alpha = (1.0 - confidence) / 2.0
     fallback = np.zeros(data.shape[1], dtype=np.bool_)
     if method == "bca":
