@@ -49,6 +49,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
 from itertools import pairwise
 from typing import Final
 
@@ -77,6 +78,7 @@ __all__ = [
     "analyse_cohorts",
     "effects_frame",
     "episodes_frame",
+    "paired_samples",
     "render_cohort_table",
     "resolve_gate",
     "resolve_min_pairs",
@@ -230,6 +232,23 @@ def analyse_cohorts(
     _validate_settings(min_pairs, n_resamples, confidence, method)
     if plan is None:
         plan = ResolvedPlan.of(default_plan(resolve_min_pairs(None)), "default")
+    wide, summary, arms, contrasts = _prepare(data)
+    settings = Settings(
+        run_id=run_id,
+        contrasts=contrasts,
+        min_pairs=min_pairs,
+        n_resamples=n_resamples,
+        confidence=confidence,
+        method=method,
+        decision_confidence=1.0 - plan.plan.alpha,
+    )
+    return _analyse_wide(wide, summary, arms=arms, settings=settings, plan=plan, workers=workers)
+
+
+def _prepare(
+    data: pl.DataFrame | Iterable[EpisodeRecord],
+) -> tuple[pl.DataFrame, pl.DataFrame, list[str], list[Contrast]]:
+    """Cohort keys filled, exclusions counted, pairs joined side by side (one row per pair)."""
     frame = _check_frame(data if isinstance(data, pl.DataFrame) else episodes_frame(data))
     key = list(KEY_COLUMNS)
     base = frame.lazy().with_columns(
@@ -261,16 +280,50 @@ def analyse_cohorts(
     arms = _order_arms(arm_frame["arm"].to_list())
     contrasts = _contrasts(arms)
     wide = _pair_frame(kept, key, arms, contrasts).collect()
-    settings = Settings(
-        run_id=run_id,
-        contrasts=contrasts,
-        min_pairs=min_pairs,
-        n_resamples=n_resamples,
-        confidence=confidence,
-        method=method,
-        decision_confidence=1.0 - plan.plan.alpha,
-    )
-    return _analyse_wide(wide, summary, arms=arms, settings=settings, plan=plan, workers=workers)
+    return wide, summary, arms, contrasts
+
+
+@dataclass(frozen=True)
+class PairedSample:
+    """One cohort's paired differences of one metric for one contrast (nulls left out)."""
+
+    key: dict[str, str]
+    contrast: Contrast
+    metric: str
+    diffs: np.ndarray
+    control: np.ndarray  # the control arm's values on the same pairs
+    excluded_null: int
+
+
+def paired_samples(data: pl.DataFrame | Iterable[EpisodeRecord], metric: str) -> list[PairedSample]:
+    """Every cohort's paired differences of ``metric`` for each of its contrasts, paired as
+    :func:`analyse_cohorts` pairs them (for variance estimates: ``pairlab power``)."""
+    if metric not in METRICS:
+        raise InvalidInputError(
+            f"unknown metric {metric!r} (one of: {', '.join(METRICS)})",
+            reason=ReasonCode.INVALID_INPUT,
+        )
+    wide, _summary, _arms, contrasts = _prepare(data)
+    found = []
+    for _, group in wide.group_by("cohort", maintain_order=True):
+        key = {k: group[k][0] for k in KEY_COLUMNS}
+        for c in contrasts:
+            both = group.filter(pl.col(f"both:{c.label}"))
+            if both.height == 0:
+                continue
+            diff = both[_diff(c, metric)]
+            kept = both.filter(diff.is_not_null())
+            found.append(
+                PairedSample(
+                    key=key,
+                    contrast=c,
+                    metric=metric,
+                    diffs=kept[_diff(c, metric)].to_numpy().astype(np.float64),
+                    control=kept[_col(metric, c.control)].to_numpy().astype(np.float64),
+                    excluded_null=both.height - kept.height,
+                )
+            )
+    return found
 
 
 def _pair_frame(

@@ -31,6 +31,7 @@ class ReasonCode(StrEnum):
     INVALID_MIN_PAIRS = "invalid-min-pairs"
     INVALID_PLAN = "invalid-plan"
     PLAN_CHANGED = "plan-changed"
+    INSUFFICIENT_PILOT = "insufficient-pilot"
     UNKNOWN_TASK = "unknown-task"
     UNKNOWN_PROFILE = "unknown-profile"
     EXECUTION_FAILED = "execution-failed"
