@@ -68,7 +68,7 @@ def episode_lines(
         pair_id = f"{study}:{truth.task}:{p}"
         for a, arm in enumerate(arms):
             tokens = {
-                d: int(
+                d: int(  # noqa: RUF046 (numpy scalars: round() is not always an int)
                     round(
                         truth.level
                         * SHARES[d]
@@ -104,7 +104,7 @@ def episode_lines(
                     "cacheWrite5mTokens": tokens["cw5"],
                     "cacheWrite1hTokens": tokens["cw1"],
                     "outputTokens": tokens["output"],
-                    "reasoningTokens": int(math.floor(tokens["output"] * reasoning_share[p, a])),
+                    "reasoningTokens": int(math.floor(tokens["output"] * reasoning_share[p, a])),  # noqa: RUF046
                     "totalTokens": total,
                     "toolCalls": tool_calls,
                     "latencyMs": latency,

@@ -45,6 +45,7 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 from scipy import special  # type: ignore[import-untyped]  # no stubs locked (scipy-stubs)
 
+from pairlab.core.stats import order_keys
 from pairlab.core.stats.studentized import (
     DecisionIntervals,
     decision_intervals,
@@ -265,6 +266,14 @@ def bootstrap_mean_intervals(
         )
         sums = found.s1
         decision = decision_intervals(data, found, decision_confidence)
+        if method == "percentile" and sums.dtype == np.float32:
+            # Tail order statistics selected as integers (order_keys): same values, faster.
+            alpha = (1.0 - confidence) / 2.0
+            low, high = order_keys.percentile_pair(sums, alpha, 1.0 - alpha)
+            low = np.where(degenerate, estimate, estimate + low / n)
+            high = np.where(degenerate, estimate, estimate + high / n)
+            no_fallback = np.zeros(columns, dtype=np.bool_)
+            return MeanIntervals(estimate, low, high, degenerate, no_fallback, decision)
     elif columns == 1:
         # One column: gathering the resampled values is cheaper than counts + GEMM
         # (same draws, so the same resamples; sums differ only in rounding order).

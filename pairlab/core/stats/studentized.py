@@ -45,6 +45,7 @@ import numpy as np
 from numpy.typing import NDArray
 from scipy import special  # type: ignore[import-untyped]  # no stubs locked
 
+from pairlab.core.stats import order_keys
 from pairlab.core.stats.workspace import WORKSPACE
 
 FloatArray = NDArray[np.float64]
@@ -123,28 +124,37 @@ def studentized_sums(
     n, columns = centered.shape
     n_rep = counts.shape[0]
     dtype = np.result_type(centered, counts)
-    left1 = np.ascontiguousarray(centered.T)
-    left2 = np.ascontiguousarray((n * centered * centered).T)  # gives n S2
+    # [c | n c^2]: one product gives S1 and n S2, into a contiguous block that stays in
+    # cache for the elementwise work (measured ~40% cheaper than on strided views).
+    left = np.ascontiguousarray(np.concatenate([centered, n * centered * centered], axis=1).T)
     s1 = WORKSPACE.get("s1", (columns, n_rep), dtype)
     tstar = WORKSPACE.get("tstar", (columns, n_rep), dtype)
-    gemm = max(1, _GEMM_BLOCK_MNK // max(1, n * columns))
+    gemm = max(1, _GEMM_BLOCK_MNK // max(1, 2 * n * columns))
     block = gemm * max(1, _CACHE_ELEMENTS // max(1, columns * gemm))
-    ns2 = WORKSPACE.get("ns2", (columns, block), dtype)
-    scratch = WORKSPACE.get("scratch", (columns, block), dtype)
-    flags = WORKSPACE.get("flags", (columns, block), np.bool_)
+    both_full = WORKSPACE.get("both", (2 * columns, block), dtype)
+    t_full = WORKSPACE.get("tblock", (columns, block), dtype)
+    scratch_full = WORKSPACE.get("scratch", (columns, block), dtype)
+    flags_full = WORKSPACE.get("flags", (columns, block), np.bool_)
     target = (t_obs / math.sqrt(n - 1.0)).astype(dtype)[:, None]
     below = np.zeros(columns, dtype=np.int64)
     for start in range(0, n_rep, block):
         stop = min(start + block, n_rep)
         width = stop - start
-        for g in range(start, stop, gemm):
-            h = min(g + gemm, stop)
-            np.matmul(left1, counts[g:h].T, out=s1[:, g:h])
-            np.matmul(left2, counts[g:h].T, out=ns2[:, g - start : h - start])
-        tb, fl = tstar[:, start:stop], flags[:, :width]
-        _studentize_block(s1[:, start:stop], ns2[:, :width], tb, scratch[:, :width])
-        np.less(tb, target, out=fl)
-        below += np.add.reduce(fl, axis=1, dtype=np.int64)
+        if width == block:
+            both, tb, scratch, flags = both_full, t_full, scratch_full, flags_full
+        else:  # the last, shorter block: fresh contiguous arrays
+            both = np.empty((2 * columns, width), dtype)
+            tb, scratch = np.empty((columns, width), dtype), np.empty((columns, width), dtype)
+            flags = np.empty((columns, width), np.bool_)
+        for g in range(0, width, gemm):
+            h = min(g + gemm, width)
+            np.matmul(left, counts[start + g : start + h].T, out=both[:, g:h])
+        b1 = both[:columns]
+        _studentize_block(b1, both[columns:], tb, scratch)
+        np.less(tb, target, out=flags)
+        below += np.add.reduce(flags, axis=1, dtype=np.int64)
+        s1[:, start:stop] = b1
+        tstar[:, start:stop] = tb
     # Ties with the observed t (a resample with exactly its studentized deviation) are
     # counted on the "above" side; with continuous data there are none.
     at_most, at_least = below, n_rep - below
@@ -185,7 +195,9 @@ def decision_intervals(
         q_low, q_high = np.full(len(estimate), -np.inf), np.full(len(estimate), np.inf)
     else:
         scale = math.sqrt(n - 1.0)
-        q_low, q_high = (_unbounded(q * scale) for q in _order_pair(sums.tstar, k, n_rep - 1 - k))
+        # float32: tail order statistics selected as integers (order_keys), same values.
+        select = order_keys.order_pair if sums.tstar.dtype == np.float32 else _order_pair
+        q_low, q_high = (_unbounded(q * scale) for q in select(sums.tstar, k, n_rep - 1 - k))
     p_boot_saving = np.minimum(1.0, (sums.at_most + 1.0) / n_rep)
     p_boot_increase = np.minimum(1.0, (sums.at_least + 1.0) / n_rep)
     t_crit = float(special.stdtrit(n - 1, 1.0 - alpha / 2.0))
