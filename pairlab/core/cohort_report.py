@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
+from operator import itemgetter
 from typing import Any, Final
 
 import numpy as np
@@ -43,6 +44,16 @@ __all__ = [
 
 _FLAGGED_UNKNOWN: Final = ("clientVersion", "model", "modelVersion")
 ANALYSIS_SCHEMA_VERSION: Final = 2
+
+
+_WIN_LABELS: Final = frozenset(("primary-win", "secondary-win"))
+
+
+def _json_numbers(values: np.ndarray) -> list[Any]:
+    """Nested lists of ``values`` with NaN and +-inf as None (null)."""
+    out = values.astype(object)
+    out[~np.isfinite(values)] = None
+    return out.tolist()  # type: ignore[no-any-return]
 
 
 def _num(value: float) -> float | None:
@@ -168,46 +179,73 @@ class CohortAnalysis:
         labels = self.labels()
         with np.errstate(invalid="ignore"):
             p_two = np.minimum(1.0, 2.0 * np.minimum(self.p_saving, self.p_increase))
-        est, lo, hi = self.estimate.tolist(), self.low.tolist(), self.high.tolist()
-        dlo, dhi = self.decision_low.tolist(), self.decision_high.tolist()
-        p_list, padj_list = p_two.tolist(), labels.p_adjusted.tolist()
-        role_l, dec_l, why_l = (
-            labels.role.tolist(),
-            labels.decision.tolist(),
-            labels.reason.tolist(),
+        # Every per-effect value converted once, as whole arrays (NaN/inf -> None): the
+        # loop below only indexes (this is the serial part of a large analysis).
+        est, lo, hi, dlo, dhi, p_list, padj_list = (
+            _json_numbers(x)
+            for x in (
+                self.estimate,
+                self.low,
+                self.high,
+                self.decision_low,
+                self.decision_high,
+                p_two,
+                labels.p_adjusted,
+            )
         )
+        role_l = np.asarray(ROLES, dtype=object)[labels.role].tolist()
+        dec_l = np.asarray(DECISIONS, dtype=object)[labels.decision].tolist()
+        why_l = np.asarray([r or None for r in REASONS], dtype=object)[labels.reason].tolist()
         n_list, null_list = self.n.tolist(), self.excluded_null.tolist()
         counts = {name: 0 for name in DECISIONS}
+        applies = self.applies.tolist()
+        ok_list = self.ok.tolist()
         cohorts = []
         for idx, key in enumerate(self.keys.iter_rows(named=True)):
-            is_ok = bool(self.ok[idx])
+            is_ok = bool(ok_list[idx])
             effects = []
             paired = []
             if is_ok:
                 for j, contrast in enumerate(self.contrasts):
-                    if not self.applies[idx, j]:
+                    if not applies[idx][j]:
                         continue
+                    treatment, control = contrast
+                    e_, l_, h_, dl_, dh_ = (
+                        est[idx][j],
+                        lo[idx][j],
+                        hi[idx][j],
+                        dlo[idx][j],
+                        dhi[idx][j],
+                    )
+                    p_, pa_, r_, d_, w_ = (
+                        p_list[idx][j],
+                        padj_list[idx][j],
+                        role_l[idx][j],
+                        dec_l[idx][j],
+                        why_l[idx][j],
+                    )
+                    n_, x_ = n_list[idx][j], null_list[idx][j]
                     for i, metric in enumerate(METRICS):
-                        decision = DECISIONS[dec_l[idx][j][i]]
+                        decision = d_[i]
                         counts[decision] += 1
                         effects.append(
                             {
-                                "treatment": contrast.treatment,
-                                "control": contrast.control,
+                                "treatment": treatment,
+                                "control": control,
                                 "metric": metric,
-                                "estimate": _num(est[idx][j][i]),
-                                "ciLow": _num(lo[idx][j][i]),
-                                "ciHigh": _num(hi[idx][j][i]),
-                                "n": n_list[idx][j][i],
-                                "excludedNull": null_list[idx][j][i],
-                                "win": decision in ("primary-win", "secondary-win"),
-                                "role": ROLES[role_l[idx][j][i]],
+                                "estimate": e_[i],
+                                "ciLow": l_[i],
+                                "ciHigh": h_[i],
+                                "n": n_[i],
+                                "excludedNull": x_[i],
+                                "win": decision in _WIN_LABELS,
+                                "role": r_[i],
                                 "decision": decision,
-                                "reason": REASONS[why_l[idx][j][i]] or None,
-                                "decisionLow": _num(dlo[idx][j][i]),
-                                "decisionHigh": _num(dhi[idx][j][i]),
-                                "pValue": _num(p_list[idx][j][i]),
-                                "pAdjusted": _num(padj_list[idx][j][i]),
+                                "reason": w_[i],
+                                "decisionLow": dl_[i],
+                                "decisionHigh": dh_[i],
+                                "pValue": p_[i],
+                                "pAdjusted": pa_[i],
                             }
                         )
                     graded = int(a[idx, j] + b[idx, j] + c[idx, j] + d[idx, j])
@@ -310,7 +348,10 @@ def effects_frame(analysis: dict[str, Any]) -> pl.DataFrame:
         columns["pairs"] += [cohort.get("pairs")] * len(effects)
         columns["exploratory"] += [cohort.get("exploratory")] * len(effects)
         for name in EFFECT_FIELDS:
-            columns[name] += [e.get(name) for e in effects]
+            try:  # this analysis's own JSON has every field: one C-level pass per column
+                columns[name] += map(itemgetter(name), effects)
+            except KeyError:  # another producer's JSON may lack some (null)
+                columns[name] += [e.get(name) for e in effects]
     return pl.DataFrame(columns, schema=EFFECTS_SCHEMA)
 
 
