@@ -48,8 +48,8 @@ from scipy import special  # type: ignore[import-untyped]  # no stubs locked (sc
 from pairlab.core.stats import order_keys
 from pairlab.core.stats.studentized import (
     DecisionIntervals,
+    column_stats,
     decision_intervals,
-    observed_t,
     studentized_sums,
 )
 from pairlab.core.stats.workspace import WORKSPACE as _WORKSPACE
@@ -255,17 +255,17 @@ def bootstrap_mean_intervals(
         raise ValueError(f"unknown bootstrap method {method!r}")
     if decision_confidence is not None and not 0.0 < decision_confidence < 1.0:
         raise ValueError(f"decision_confidence must be in (0, 1), got {decision_confidence}")
-    estimate = data.mean(axis=0)
-    degenerate = np.all(data == data[:1], axis=0)
+    described = column_stats(data)
+    estimate, degenerate = described.estimate, described.degenerate
     columns = data.shape[1]
     centered = (data - estimate).astype(precision)
     decision = None
     if decision_confidence is not None:
         found = studentized_sums(
-            centered, draw_resample_counts(rng, n, n_resamples, precision), observed_t(data)
+            centered, draw_resample_counts(rng, n, n_resamples, precision), described.t_obs
         )
         sums = found.s1
-        decision = decision_intervals(data, found, decision_confidence)
+        decision = decision_intervals(data, found, decision_confidence, described)
         if method == "percentile" and sums.dtype == np.float32:
             # Tail order statistics selected as integers (order_keys): same values, faster.
             alpha = (1.0 - confidence) / 2.0

@@ -177,17 +177,18 @@ def _order_pair(
 
 
 def decision_intervals(
-    data: FloatArray, sums: StudentizedSums, confidence: float
+    data: FloatArray,
+    sums: StudentizedSums,
+    confidence: float,
+    columns: ColumnStats | None = None,
 ) -> DecisionIntervals:
     """The decision interval of each column of ``data`` (n rows) from its studentized
-    resample sums (reorders ``sums.tstar``)."""
+    resample sums (reorders ``sums.tstar``); ``columns``: :func:`column_stats` of ``data``."""
     n = data.shape[0]
     n_rep = sums.tstar.shape[1]
-    estimate = data.mean(axis=0)
-    se = data.std(axis=0, ddof=1) / np.sqrt(n)
-    degenerate = np.all(data == data[:1], axis=0)
+    found = columns or column_stats(data)
+    estimate, se, degenerate, t_obs = found.estimate, found.se, found.degenerate, found.t_obs
     alpha = 1.0 - confidence
-    t_obs = observed_t(data)
     # Order statistics k and B-1-k, k = floor(B alpha/2) - 1: the bootstrap-t high end is
     # below 0 exactly when #(t* <= t) <= k, i.e. p_boot_saving = (#(t* <= t) + 1) / B <= alpha/2.
     k = math.floor(n_rep * alpha / 2.0 + 1e-9) - 1
@@ -217,11 +218,26 @@ def decision_intervals(
     return DecisionIntervals(low, high, p_saving, p_increase)
 
 
-def observed_t(data: FloatArray) -> FloatArray:
-    """``mean / se`` of each column (0 for a column without spread)."""
+@dataclass(frozen=True)
+class ColumnStats:
+    """Per column: the mean, its standard error, no spread at all, and ``t = mean / se``."""
+
+    estimate: FloatArray
+    se: FloatArray
+    degenerate: NDArray[np.bool_]
+    t_obs: FloatArray
+
+
+def column_stats(data: FloatArray) -> ColumnStats:
     n = data.shape[0]
     estimate = data.mean(axis=0)
-    se = data.std(axis=0, ddof=1) / np.sqrt(n)
+    se = data.std(axis=0, ddof=1) / math.sqrt(n)
     degenerate = np.all(data == data[:1], axis=0)
     with np.errstate(divide="ignore", invalid="ignore"):
-        return np.asarray(np.where(degenerate, 0.0, estimate / np.where(degenerate, 1.0, se)))
+        t_obs = np.where(degenerate, 0.0, estimate / np.where(degenerate, 1.0, se))
+    return ColumnStats(estimate, se, degenerate, np.asarray(t_obs))
+
+
+def observed_t(data: FloatArray) -> FloatArray:
+    """``mean / se`` of each column (0 for a column without spread)."""
+    return column_stats(data).t_obs
