@@ -26,12 +26,19 @@ from pairlab.core.study_plan import (
 
 
 def current_plan(suite_id: str, explicit: str | None) -> ResolvedPlan:
-    """The plan a run of ``suite_id`` would use now."""
-    return resolve_plan(
-        Path(explicit) if explicit else None,
-        plan_path(catalog_dir(), suite_id),
-        resolve_min_pairs(None),
+    """The plan a run of ``suite_id`` would use now (a plan inside the catalog is recorded
+    by its path relative to the catalog, the same on every machine)."""
+    catalog = catalog_dir()
+    plan = resolve_plan(
+        Path(explicit) if explicit else None, plan_path(catalog, suite_id), resolve_min_pairs(None)
     )
+    if plan.path is not None:
+        try:
+            inside = Path(plan.path).resolve().relative_to(catalog.resolve())
+        except ValueError:
+            return plan
+        return plan.model_copy(update={"path": f"catalog/{inside.as_posix()}"})
+    return plan
 
 
 def freeze_plan(run_dir: RunDir, suite_id: str, explicit: str | None) -> ResolvedPlan:
