@@ -63,8 +63,8 @@ from pairlab.core.cohort_report import (
     CohortAnalysis,
     Contrast,
     effects_frame,
-    render_cohort_table,
 )
+from pairlab.core.cohort_table import render_cohort_table
 from pairlab.core.errors import InvalidInputError, ReasonCode
 from pairlab.core.schemas.episode import ARMS, EpisodeRecord
 from pairlab.core.stats.bootstrap import Method

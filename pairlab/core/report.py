@@ -10,7 +10,8 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from pairlab.core.cohort_report import KEY_COLUMNS, decision_text, rule_text
+from pairlab.core.cohort_report import KEY_COLUMNS
+from pairlab.core.cohort_table import decision_text, rule_text
 
 CLAIM_NOTE = (
     "Effects are treatment − control per pair (negative = fewer). Only paired eval-run "
