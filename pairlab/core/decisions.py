@@ -34,6 +34,7 @@ Only effects with the pre-registered minimum pairs join a family.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Final
 
@@ -82,13 +83,15 @@ class EffectLabels:
         return np.asarray(self.decision <= DECISIONS.index("secondary-win"))
 
 
-def roles(plan: StudyPlan, contrasts: list[Contrast]) -> IntArray:
-    """[contrast, metric] role codes under ``plan``."""
-    out = np.full((len(contrasts), len(METRICS)), ROLES.index("descriptive"), dtype=np.int8)
+def roles(
+    plan: StudyPlan, contrasts: list[Contrast], metrics: Sequence[str] = METRICS
+) -> IntArray:
+    """[contrast, metric] role codes under ``plan`` (``metrics``: the last axis's names)."""
+    out = np.full((len(contrasts), len(metrics)), ROLES.index("descriptive"), dtype=np.int8)
     secondary = set(plan.secondary_metrics)
     for j, contrast in enumerate(contrasts):
         primary = plan.primary_metric_of(contrast.label)
-        for i, metric in enumerate(METRICS):
+        for i, metric in enumerate(metrics):
             if metric == primary:
                 out[j, i] = ROLES.index("primary")
             elif metric in secondary:
@@ -115,13 +118,16 @@ def label_effects(
     percentile_high: NDArray[np.float64],
     correctness_holds: NDArray[np.bool_],
     graded: NDArray[np.bool_],
+    metrics: Sequence[str] = METRICS,
 ) -> EffectLabels:
     """Labels of [cohort, contrast, metric] effects (see the module docstring).
 
     ``correctness_holds``/``graded``: [cohort, contrast]. ``p_saving``/``p_increase``
-    are NaN where no interval was computed.
+    are NaN where no interval was computed. ``metrics`` names the last axis (the
+    cohort analysis's :data:`METRICS` by default; another analysis, e.g. of quota
+    consumption, passes its own names and gets the same rule).
     """
-    role = np.broadcast_to(roles(plan, contrasts)[None], n.shape)
+    role = np.broadcast_to(roles(plan, contrasts, metrics)[None], n.shape)
     alpha = plan.alpha
     tested_any = (n >= gate) & np.isfinite(p_saving) & np.isfinite(p_increase)
     confirmatory = tested_any & (n >= plan.min_pairs)
