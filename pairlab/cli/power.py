@@ -12,6 +12,7 @@ The value to pre-register is the largest over the cohorts that could be estimate
 from __future__ import annotations
 
 import math
+import sys
 import tempfile
 from pathlib import Path
 from typing import Annotated, Any
@@ -171,11 +172,14 @@ def register(app: typer.Typer) -> None:
             replicates=replicates,
         )
         rows = []
+        show_progress = sys.stderr.isatty()
         for m in sorted(set(metrics.values())):
             for sample in paired_samples(records, m):
                 label = sample.contrast.label
                 if metrics.get(label) != m:
                     continue
+                if show_progress:  # the simulation takes seconds per cohort at large n
+                    typer.echo(f"simulating {sample.key['taskId']} {label} {m} ...", err=True)
                 rows.append(
                     plan_cohort(
                         simulator,
