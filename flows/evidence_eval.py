@@ -33,6 +33,7 @@ from pairlab.adapters.episode_io import (
     sim_account_dir,
 )
 from pairlab.adapters.run_outputs import published_location
+from pairlab.adapters.run_plan import freeze_plan
 from pairlab.adapters.rundir import RunDir
 from pairlab.core.plan import PlannedEpisode, Schedule, plan_schedule
 from pairlab.core.schemas.catalog import LoadedSuite
@@ -187,6 +188,9 @@ def evidence_eval(params: EvidenceEvalParams) -> dict[str, Any]:
     task_ids = [t.id for t in suite.tasks if not params.task_filter or t.id in params.task_filter]
     schedule = plan_task(params, run_id, task_ids)
     run_dir = RunDir(Path(params.work_dir), run_id).ensure()
+    # Pre-registration: frozen before the first episode; a resumed run whose plan
+    # changed is refused here (plan-changed), before anything runs.
+    plan = freeze_plan(run_dir, params.suite, params.study_plan)
     run_dir.write_json("schedule.json", schedule.model_dump(mode="json"))
     planned_ids = [e.episode_id for e in schedule.entries]
     planned = set(planned_ids)
@@ -199,10 +203,13 @@ def evidence_eval(params: EvidenceEvalParams) -> dict[str, Any]:
         progress=prog.percent(), key=None, description=f"episodes of run {run_id}"
     )
     logger.info(
-        "run %s: %d episodes planned, %d already complete (resume)",
+        "run %s: %d episodes planned, %d already complete (resume); study plan %r (%s, sha256 %s)",
         run_id,
         len(planned_ids),
         len(done),
+        plan.plan.id,
+        plan.source,
+        plan.sha256[:12],
     )
     progress_events.notify(prog)
 
@@ -275,7 +282,7 @@ def evidence_eval(params: EvidenceEvalParams) -> dict[str, Any]:
 
     ordered = [records[e] for e in planned_ids if e in records]
     write_quota_intervals(run_dir, schedule)
-    analysis = aggregate_cohorts(quoted(ordered), run_id, params.min_pairs)
+    analysis = aggregate_cohorts(quoted(ordered), run_id, params.min_pairs, plan)
     outputs = render_report(
         quoted(run_dir),
         quoted(ordered),

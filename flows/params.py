@@ -44,7 +44,15 @@ class EvidenceEvalParams(BaseModel):
         False, description="Keep episode volumes/directories for debugging"
     )
     min_pairs: int | None = Field(
-        None, ge=2, description="Causal gate (default 5 or TOKEN_OPTIMIZER_EVAL_MIN_PAIRS)"
+        None,
+        ge=2,
+        description="Causal gate (default: TOKEN_OPTIMIZER_EVAL_MIN_PAIRS, else the study "
+        "plan's minimum pairs); below the plan's minimum the analysis is exploratory",
+    )
+    study_plan: str | None = Field(
+        None,
+        description="Study plan file (default: catalog/suites/<suite>.plan.yaml, else the "
+        "default plan); frozen when the run starts",
     )
     seed: int = Field(0, ge=0, description="Recorded seed for the schedule and the simulator")
     store: str = Field("pairlab-store", description="Local directory or s3://bucket/prefix")

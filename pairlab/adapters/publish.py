@@ -57,6 +57,7 @@ from pairlab.core.redaction import (
     redact_bytes,
     redact_text,
 )
+from pairlab.core.study_plan import FROZEN_PLAN_NAME
 
 _PARTIAL_SUFFIX = ".part"
 
@@ -305,6 +306,7 @@ def _build_manifest(
         "approval": _read_json_object(staging / "trials" / "approval.json") or None,
         "cohorts": _cohort_count(report),
         "verdict": _verdict(staging, report) if kind == "trial" else None,
+        "study_plan": _study_plan(staging),
     }
     known = set(Manifest.model_fields) - {"objects", "redaction", "run_id", "schema_version"}
     leftovers: dict[str, Any] = {}
@@ -347,6 +349,20 @@ def _price_catalog_version(staging: Path, report: dict[str, Any]) -> str | None:
         if isinstance(record, dict) and (found := _str_or_none(record.get("priceCatalogVersion"))):
             versions.add(found)
     return ",".join(sorted(versions)) or None
+
+
+def _study_plan(staging: Path) -> dict[str, Any] | None:
+    """The run's frozen plan (``plan.json``, written when it started): id, source, sha256."""
+    frozen = _read_json_object(staging / FROZEN_PLAN_NAME)
+    plan = frozen.get("plan")
+    if not isinstance(plan, dict) or not isinstance(frozen.get("sha256"), str):
+        return None
+    return {
+        "id": str(plan.get("id")),
+        "source": str(frozen.get("source")),
+        "sha256": frozen["sha256"],
+        "path": _str_or_none(frozen.get("path")),
+    }
 
 
 def _cohort_count(report: dict[str, Any]) -> int | None:

@@ -50,6 +50,12 @@ def episodes_table(records: Sequence[EpisodeRecord]) -> pl.DataFrame:
     return pl.DataFrame(rows, infer_schema_length=None)
 
 
+def _plan_meta(plan: Any) -> dict[str, Any] | None:
+    if not isinstance(plan, dict):
+        return None
+    return {k: plan.get(k) for k in ("id", "source", "sha256", "min_pairs", "alpha")}
+
+
 def write_run_outputs(
     run_dir: RunDir,
     records: Sequence[EpisodeRecord],
@@ -75,7 +81,9 @@ def write_run_outputs(
         "episodes": len(records),
         "failed": sum(1 for r in records if not r.success),
         "excluded": sum(1 for r in records if r.excluded),
-        "min_pairs": resolve_min_pairs(params.min_pairs),
+        "min_pairs": analysis.get("gate", resolve_min_pairs(params.min_pairs)),
+        "exploratory": analysis.get("exploratory"),
+        "study_plan": _plan_meta(analysis.get("plan")),
         "client": profile.client,
         "price_catalog_version": catalog_versions[-1] if catalog_versions else None,
         "include_transcript": params.include_transcript,

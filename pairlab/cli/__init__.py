@@ -19,6 +19,7 @@ from pairlab.core.errors import PairlabError
 COMMAND_MODULES = (
     "plan",
     "aggregate",
+    "power",
     "episode",
     "certify",
     "usage",

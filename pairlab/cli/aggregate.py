@@ -4,6 +4,12 @@ Every line is parsed and validated (a malformed line is an error naming its line
 number, exit 2; nothing is skipped). The run id that seeds the bootstrap is
 ``--run-id``, else the records' ``runId`` when they share one, else the file's
 name, so the same file always gives the same intervals.
+
+The study plan whose decision rule labels the effects: ``--plan FILE`` (a plan
+YAML, or a run's frozen ``plan.json``), else the ``plan.json`` beside the
+episode log (a run directory), else the default plan. The gate: ``--min-pairs``,
+else $TOKEN_OPTIMIZER_EVAL_MIN_PAIRS, else the plan's minimum pairs; a gate
+below the plan's minimum makes the analysis exploratory (said in the output).
 """
 
 from __future__ import annotations
@@ -16,6 +22,13 @@ import typer
 from pairlab.cli.output import emit_json
 from pairlab.core.errors import InvalidInputError, ReasonCode
 from pairlab.core.schemas.episode import EpisodeRecord, iter_episode_lines
+from pairlab.core.study_plan import (
+    FROZEN_PLAN_NAME,
+    ResolvedPlan,
+    default_plan,
+    load_plan_file,
+    read_frozen_plan,
+)
 
 
 def read_episode_log(path: Path) -> list[EpisodeRecord]:
@@ -39,6 +52,20 @@ def choose_run_id(explicit: str | None, records: list[EpisodeRecord], path: Path
     return path.name
 
 
+def plan_for(explicit: Path | None, episodes: Path) -> ResolvedPlan:
+    """``explicit`` (YAML plan or frozen plan.json), else the run's frozen plan, else default."""
+    from pairlab.core.cohorts import resolve_min_pairs
+
+    if explicit is not None:
+        if explicit.name.endswith(".json"):
+            return read_frozen_plan(explicit)
+        return ResolvedPlan.of(load_plan_file(explicit), "file", str(explicit))
+    frozen = episodes.parent / FROZEN_PLAN_NAME
+    if frozen.is_file():
+        return read_frozen_plan(frozen)
+    return ResolvedPlan.of(default_plan(resolve_min_pairs(None)), "default")
+
+
 def register(app: typer.Typer) -> None:
     @app.command("aggregate")
     def aggregate(
@@ -59,15 +86,24 @@ def register(app: typer.Typer) -> None:
             int, typer.Option("--resamples", help="bootstrap resamples per interval")
         ] = 10_000,
         bca: Annotated[
-            bool, typer.Option("--bca", help="BCa intervals instead of percentile")
+            bool, typer.Option("--bca", help="BCa reported intervals instead of percentile")
         ] = False,
+        plan: Annotated[
+            Path | None,
+            typer.Option(
+                "--plan",
+                help="study plan (YAML, or a run's plan.json; default: plan.json beside the "
+                "log, else the default plan)",
+            ),
+        ] = None,
         as_json: Annotated[bool, typer.Option("--json", help="print JSON")] = False,
     ) -> None:
         """Per-cohort paired effects with bootstrap intervals and correctness."""
         # Imported here: scipy/polars take seconds to import, every other command would pay it.
-        from pairlab.core.cohorts import analyse_cohorts, render_cohort_table, resolve_min_pairs
+        from pairlab.core.cohorts import analyse_cohorts, render_cohort_table, resolve_gate
 
-        gate = resolve_min_pairs(min_pairs)
+        resolved = plan_for(plan, episodes)
+        gate = resolve_gate(min_pairs, resolved)
         records = read_episode_log(episodes)
         analysis = analyse_cohorts(
             records,
@@ -75,6 +111,7 @@ def register(app: typer.Typer) -> None:
             min_pairs=gate,
             n_resamples=resamples,
             method="bca" if bca else "percentile",
+            plan=resolved,
         )
         if as_json:
             emit_json(analysis.to_json())

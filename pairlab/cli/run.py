@@ -144,8 +144,20 @@ def register(app: typer.Typer) -> None:
         model: Annotated[str | None, typer.Option(help="Model id for the CLI")] = None,
         seed: Annotated[int, typer.Option(help="Recorded seed")] = 0,
         concurrency: Annotated[int, typer.Option(min=1, help="Pairs at the same time")] = 1,
-        min_pairs: Annotated[int | None, typer.Option(help="Causal gate (default 5)")] = None,
+        min_pairs: Annotated[
+            int | None,
+            typer.Option(
+                help="Causal gate (default: the study plan's minimum pairs, 5 by default)"
+            ),
+        ] = None,
         run_id: Annotated[str | None, typer.Option(help="Resume this run id")] = None,
+        plan: Annotated[
+            str | None,
+            typer.Option(
+                help="Study plan file (default: catalog/suites/<suite>.plan.yaml, else the "
+                "default plan); frozen when the run starts"
+            ),
+        ] = None,
         include_transcript: Annotated[
             bool, typer.Option(help="Store prompt/stdout/stderr")
         ] = False,
@@ -189,6 +201,7 @@ def register(app: typer.Typer) -> None:
             concurrency=concurrency,
             min_pairs=min_pairs,
             run_id=run_id,
+            study_plan=plan,
             include_transcript=include_transcript,
             keep_workspaces=keep_workspaces,
             on_secret=on_secret,

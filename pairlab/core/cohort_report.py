@@ -8,8 +8,8 @@ until someone asks for JSON. Renderings:
   (issue 2); null stays null (NaN never leaks into JSON);
 * :func:`effects_frame` - one row per reported effect (``effects.parquet``), from the
   JSON form, so a run's report and its parquet come from the same data;
-* :func:`render_cohort_table` - a plain-text/markdown table for the CLI and
-  the report.
+* :func:`pairlab.core.cohort_table.render_cohort_table` - a plain-text/markdown
+  table for the CLI and the report.
 
 Beyond issue 2's keys each cohort carries ``excluded`` (episodes left out by
 the pre-registered exclusion rules) and ``flags`` (unknown versions/models,
@@ -20,52 +20,58 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from typing import Any, Final, NamedTuple
+from operator import itemgetter
+from typing import Any, Final
 
 import numpy as np
 import polars as pl
 
-KEY_COLUMNS: Final = ("client", "clientVersion", "model", "modelVersion", "taskId", "stratum")
-# Effect metrics, named as the episode record's camelCase fields; all lower-is-better.
-METRICS: Final = (
-    "uncachedInputTokens",
-    "cachedInputTokens",
-    "cacheWrite5mTokens",
-    "cacheWrite1hTokens",
-    "cacheWriteTokens",
-    "outputTokens",
-    "reasoningTokens",
-    "totalTokens",
-    "toolCalls",
-    "latencyMs",
-    "costUsd",
-    "apiListPriceUsd",
-)
+from pairlab.core.decisions import DECISIONS, REASONS, ROLES, EffectLabels, label_effects
+from pairlab.core.metrics import KEY_COLUMNS, METRICS, Contrast
+from pairlab.core.stats.studentized import DECISION_DESCRIPTION, DECISION_METHOD
+from pairlab.core.study_plan import ResolvedPlan
+
+__all__ = [
+    "KEY_COLUMNS",
+    "METRICS",
+    "CohortAnalysis",
+    "Contrast",
+    "effects_frame",
+]
+
 _FLAGGED_UNKNOWN: Final = ("clientVersion", "model", "modelVersion")
+ANALYSIS_SCHEMA_VERSION: Final = 2
 
 
-class Contrast(NamedTuple):
-    treatment: str
-    control: str
+_WIN_LABELS: Final = frozenset(("primary-win", "secondary-win"))
 
-    @property
-    def label(self) -> str:
-        return f"{self.treatment}-vs-{self.control}"
+
+def _json_numbers(values: np.ndarray) -> list[Any]:
+    """Nested lists of ``values`` with NaN and +-inf as None (null)."""
+    out = values.astype(object)
+    out[~np.isfinite(values)] = None
+    return out.tolist()  # type: ignore[no-any-return]
 
 
 def _num(value: float) -> float | None:
-    return None if math.isnan(value) else value
+    """JSON number, or null for NaN (no value) and +-inf (an unbounded interval end)."""
+    return None if math.isnan(value) or math.isinf(value) else value
 
 
 @dataclass
 class CohortAnalysis:
-    """Every cohort of one analysis. Arrays are indexed [cohort, contrast, metric]."""
+    """Every cohort of one analysis. Arrays are indexed [cohort, contrast, metric].
+
+    ``min_pairs`` is the analysis gate; ``plan`` the study plan whose decision
+    rule labels the effects (:mod:`pairlab.core.decisions`).
+    """
 
     run_id: str
     min_pairs: int
     n_resamples: int
     confidence: float
     method: str
+    plan: ResolvedPlan
     keys: pl.DataFrame
     arms: list[str]
     contrasts: list[Contrast]
@@ -79,34 +85,82 @@ class CohortAnalysis:
     applies: np.ndarray  # [cohort, contrast]: both arms present in the cohort
     cells: dict[str, np.ndarray]  # paired 2x2 table per [cohort, contrast]
     estimate: np.ndarray
-    low: np.ndarray
+    low: np.ndarray  # the reported (percentile or BCa) interval
     high: np.ndarray
+    decision_low: np.ndarray  # the decision interval at 1 - plan alpha
+    decision_high: np.ndarray
+    p_saving: np.ndarray  # one-sided p-values of the decision test
+    p_increase: np.ndarray
     n: np.ndarray
     excluded_null: np.ndarray
     notes: list[list[str]] = field(default_factory=list)
 
     @property
+    def graded_pairs(self) -> np.ndarray:
+        """[cohort, contrast]: pairs where both arms were graded."""
+        return np.asarray(sum(self.cells[c] for c in "abcd"))
+
+    @property
     def correctness_holds(self) -> np.ndarray:
         """[cohort, contrast]: graded pairs exist and treatment's rate >= control's."""
-        graded = sum(self.cells[c] for c in "abcd")
-        return np.asarray((graded > 0) & (self.cells["b"] >= self.cells["c"]))
+        return np.asarray((self.graded_pairs > 0) & (self.cells["b"] >= self.cells["c"]))
+
+    @property
+    def exploratory(self) -> bool:
+        """The gate is below the plan's pre-registered minimum pairs."""
+        return self.min_pairs < self.plan.plan.min_pairs
+
+    def labels(self) -> EffectLabels:
+        return label_effects(
+            self.plan.plan,
+            self.contrasts,
+            gate=self.min_pairs,
+            n=np.where(self.applies[:, :, None] & self.ok[:, None, None], self.n, 0),
+            p_saving=self.p_saving,
+            p_increase=self.p_increase,
+            percentile_high=self.high,
+            correctness_holds=self.correctness_holds,
+            graded=self.graded_pairs > 0,
+        )
 
     @property
     def win(self) -> np.ndarray:
-        with np.errstate(invalid="ignore"):
-            saving = self.high < 0
-        return np.asarray(
-            self.ok[:, None, None]
-            & self.applies[:, :, None]
-            & (self.n >= self.min_pairs)
-            & saving
-            & self.correctness_holds[:, :, None]
-        )
+        """[cohort, contrast, metric]: a primary or secondary win under the plan."""
+        return np.asarray(self.labels().win & self.ok[:, None, None] & self.applies[:, :, None])
 
     def flags(self, idx: int) -> list[str]:
         row = self.keys.row(idx, named=True)
         found = [f"{name} unknown" for name in _FLAGGED_UNKNOWN if row[name] == "unknown"]
         return found + list(self.notes[idx] if idx < len(self.notes) else [])
+
+    def header(self) -> dict[str, Any]:
+        """What the analysis used: gate, plan, the two intervals, whether it is exploratory."""
+        plan = self.plan.plan
+        return {
+            "schemaVersion": ANALYSIS_SCHEMA_VERSION,
+            "runId": self.run_id,
+            "gate": self.min_pairs,
+            "exploratory": self.exploratory,
+            "plan": self.plan.summary(),
+            "reportedInterval": {
+                "method": self.method,
+                "confidence": self.confidence,
+                "resamples": self.n_resamples,
+                "fields": ["ciLow", "ciHigh"],
+            },
+            "decisionRule": {
+                "interval": DECISION_METHOD,
+                "description": DECISION_DESCRIPTION,
+                "confidence": 1.0 - plan.alpha,
+                "resamples": self.n_resamples,
+                "fields": ["decisionLow", "decisionHigh", "pValue", "pAdjusted"],
+                "primaryCorrection": "holm",
+                "secondaryCorrection": plan.secondary_correction,
+                "alpha": plan.alpha,
+                "minPairs": plan.min_pairs,
+                "decides": "decision interval",
+            },
+        }
 
     def to_json(self) -> dict[str, Any]:
         from pairlab.core.stats.proportions import (
@@ -119,30 +173,76 @@ class CohortAnalysis:
         a, b, c, d = (self.cells[x] for x in "abcd")
         p_value = mcnemar_exact_p(b, c)
         diff, d_low, d_high = newcombe_paired_interval(a, b, c, d, self.confidence)
-        win = self.win
-        est, lo, hi = self.estimate.tolist(), self.low.tolist(), self.high.tolist()
-        n_list, null_list, win_list = self.n.tolist(), self.excluded_null.tolist(), win.tolist()
+        labels = self.labels()
+        with np.errstate(invalid="ignore"):
+            p_two = np.minimum(1.0, 2.0 * np.minimum(self.p_saving, self.p_increase))
+        # Every per-effect value converted once, as whole arrays (NaN/inf -> None): the
+        # loop below only indexes (this is the serial part of a large analysis).
+        est, lo, hi, dlo, dhi, p_list, padj_list = (
+            _json_numbers(x)
+            for x in (
+                self.estimate,
+                self.low,
+                self.high,
+                self.decision_low,
+                self.decision_high,
+                p_two,
+                labels.p_adjusted,
+            )
+        )
+        role_l = np.asarray(ROLES, dtype=object)[labels.role].tolist()
+        dec_l = np.asarray(DECISIONS, dtype=object)[labels.decision].tolist()
+        why_l = np.asarray([r or None for r in REASONS], dtype=object)[labels.reason].tolist()
+        n_list, null_list = self.n.tolist(), self.excluded_null.tolist()
+        counts = {name: 0 for name in DECISIONS}
+        applies = self.applies.tolist()
+        ok_list = self.ok.tolist()
         cohorts = []
         for idx, key in enumerate(self.keys.iter_rows(named=True)):
-            is_ok = bool(self.ok[idx])
+            is_ok = bool(ok_list[idx])
             effects = []
             paired = []
             if is_ok:
                 for j, contrast in enumerate(self.contrasts):
-                    if not self.applies[idx, j]:
+                    if not applies[idx][j]:
                         continue
+                    treatment, control = contrast
+                    e_, l_, h_, dl_, dh_ = (
+                        est[idx][j],
+                        lo[idx][j],
+                        hi[idx][j],
+                        dlo[idx][j],
+                        dhi[idx][j],
+                    )
+                    p_, pa_, r_, d_, w_ = (
+                        p_list[idx][j],
+                        padj_list[idx][j],
+                        role_l[idx][j],
+                        dec_l[idx][j],
+                        why_l[idx][j],
+                    )
+                    n_, x_ = n_list[idx][j], null_list[idx][j]
                     for i, metric in enumerate(METRICS):
+                        decision = d_[i]
+                        counts[decision] += 1
                         effects.append(
                             {
-                                "treatment": contrast.treatment,
-                                "control": contrast.control,
+                                "treatment": treatment,
+                                "control": control,
                                 "metric": metric,
-                                "estimate": _num(est[idx][j][i]),
-                                "ciLow": _num(lo[idx][j][i]),
-                                "ciHigh": _num(hi[idx][j][i]),
-                                "n": n_list[idx][j][i],
-                                "excludedNull": null_list[idx][j][i],
-                                "win": win_list[idx][j][i],
+                                "estimate": e_[i],
+                                "ciLow": l_[i],
+                                "ciHigh": h_[i],
+                                "n": n_[i],
+                                "excludedNull": x_[i],
+                                "win": decision in _WIN_LABELS,
+                                "role": r_[i],
+                                "decision": decision,
+                                "reason": w_[i],
+                                "decisionLow": dl_[i],
+                                "decisionHigh": dh_[i],
+                                "pValue": p_[i],
+                                "pAdjusted": pa_[i],
                             }
                         )
                     graded = int(a[idx, j] + b[idx, j] + c[idx, j] + d[idx, j])
@@ -176,6 +276,7 @@ class CohortAnalysis:
                     "key": key,
                     "status": "ok" if is_ok else "insufficient",
                     "pairs": int(self.pairs[idx]),
+                    "exploratory": is_ok and int(self.pairs[idx]) < self.plan.plan.min_pairs,
                     "excluded": int(self.excluded[idx]),
                     "flags": self.flags(idx),
                     "effects": effects,
@@ -183,7 +284,7 @@ class CohortAnalysis:
                     "joinCoverage": {"exact": exact, "fallback": fallback, "missing": missing},
                 }
             )
-        return {"cohorts": cohorts}
+        return {**self.header(), "decisions": counts, "cohorts": cohorts}
 
 
 EFFECT_FIELDS: Final = (
@@ -196,11 +297,19 @@ EFFECT_FIELDS: Final = (
     "n",
     "excludedNull",
     "win",
+    "role",
+    "decision",
+    "reason",
+    "decisionLow",
+    "decisionHigh",
+    "pValue",
+    "pAdjusted",
 )
 EFFECTS_SCHEMA: Final[dict[str, pl.DataType]] = {
     **{name: pl.String() for name in KEY_COLUMNS},
     "status": pl.String(),
     "pairs": pl.Int64(),
+    "exploratory": pl.Boolean(),
     "treatment": pl.String(),
     "control": pl.String(),
     "metric": pl.String(),
@@ -210,6 +319,13 @@ EFFECTS_SCHEMA: Final[dict[str, pl.DataType]] = {
     "n": pl.Int64(),
     "excludedNull": pl.Int64(),
     "win": pl.Boolean(),
+    "role": pl.String(),
+    "decision": pl.String(),
+    "reason": pl.String(),
+    "decisionLow": pl.Float64(),
+    "decisionHigh": pl.Float64(),
+    "pValue": pl.Float64(),
+    "pAdjusted": pl.Float64(),
 }
 
 
@@ -227,78 +343,10 @@ def effects_frame(analysis: dict[str, Any]) -> pl.DataFrame:
             columns[name] += [key.get(name)] * len(effects)
         columns["status"] += [cohort.get("status")] * len(effects)
         columns["pairs"] += [cohort.get("pairs")] * len(effects)
+        columns["exploratory"] += [cohort.get("exploratory")] * len(effects)
         for name in EFFECT_FIELDS:
-            columns[name] += [e.get(name) for e in effects]
+            try:  # this analysis's own JSON has every field: one C-level pass per column
+                columns[name] += map(itemgetter(name), effects)
+            except KeyError:  # another producer's JSON may lack some (null)
+                columns[name] += [e.get(name) for e in effects]
     return pl.DataFrame(columns, schema=EFFECTS_SCHEMA)
-
-
-def _fmt(value: float | None) -> str:
-    if value is None:
-        return "null"
-    return f"{value:.4g}" if abs(value) < 1e5 else f"{value:.0f}"
-
-
-def render_cohort_table(analysis: CohortAnalysis, metrics: tuple[str, ...] | None = None) -> str:
-    """A markdown table: one row per cohort x contrast x metric (insufficient: one row)."""
-    shown = metrics or METRICS
-    data = analysis.to_json()
-    lines = [
-        f"Cohort analysis (run {analysis.run_id}; gate {analysis.min_pairs} pairs; "
-        f"{analysis.method} bootstrap, {analysis.n_resamples} resamples, "
-        f"{analysis.confidence:.0%}; effect = treatment - control, negative = fewer)",
-        "",
-        "| cohort | status | pairs | contrast | metric | effect | CI | n | nulls | win |",
-        "| --- | --- | ---: | --- | --- | ---: | --- | ---: | ---: | --- |",
-    ]
-    for cohort in data["cohorts"]:
-        k = cohort["key"]
-        label = (
-            f"{k['client']} {k['clientVersion']} / {k['model']} {k['modelVersion']} / "
-            f"{k['taskId']} / {k['stratum']}"
-        )
-        head = f"| {label} | {cohort['status']} | {cohort['pairs']} |"
-        # Metrics never observed in this cohort (n = 0) stay in the JSON, not in the table.
-        rows = [e for e in cohort["effects"] if e["metric"] in shown and e["n"] > 0]
-        if not rows:
-            verdict = "no claim" if cohort["status"] != "ok" else "no observed metric"
-            lines.append(f"{head} - | - | - | - | - | - | {verdict} |")
-            continue
-        for e in rows:
-            ci = "null" if e["ciLow"] is None else f"[{_fmt(e['ciLow'])}, {_fmt(e['ciHigh'])}]"
-            lines.append(
-                f"{head} {e['treatment']} vs {e['control']} | {e['metric']} | "
-                f"{_fmt(e['estimate'])} | {ci} | {e['n']} | {e['excludedNull']} | "
-                f"{'WIN' if e['win'] else 'no'} |"
-            )
-    lines += [
-        "",
-        "| cohort | arm | correct | rate | Wilson CI |",
-        "| --- | --- | ---: | ---: | --- |",
-    ]
-    for cohort in data["cohorts"]:
-        k = cohort["key"]
-        label = (
-            f"{k['client']} {k['clientVersion']} / {k['model']} / {k['taskId']} / {k['stratum']}"
-        )
-        for arm, c in cohort["correctness"].items():
-            if arm == "paired":
-                continue
-            rate = "null" if c["rate"] is None else f"{c['rate']:.3f}"
-            wil = (
-                "null"
-                if c["wilsonLow"] is None
-                else f"[{c['wilsonLow']:.3f}, {c['wilsonHigh']:.3f}]"
-            )
-            lines.append(f"| {label} | {arm} | {c['correct']}/{c['n']} | {rate} | {wil} |")
-        for p in cohort["correctness"]["paired"]:
-            diff = "null" if p["diff"] is None else f"{p['diff']:+.3f}"
-            ci = "null" if p["diffLow"] is None else f"[{p['diffLow']:+.3f}, {p['diffHigh']:+.3f}]"
-            mc = "null" if p["mcnemarP"] is None else f"{p['mcnemarP']:.3g}"
-            lines.append(
-                f"| {label} | {p['treatment']} - {p['control']} | diff {diff} | McNemar p {mc} | {ci} |"
-            )
-        if cohort["flags"] or cohort["excluded"]:
-            lines.append(
-                f"| {label} | flags | {cohort['excluded']} excluded | | {'; '.join(cohort['flags'])} |"
-            )
-    return "\n".join(lines) + "\n"

@@ -1,8 +1,8 @@
 """Worker process for large cohort analyses: ``python -m pairlab.core.cohort_worker``.
 
 Reads one pickled ``(settings, jobs)`` from stdin, bootstraps those cohorts with
-:func:`pairlab.core.cohorts.run_chunk` and writes the pickled results to stdout.
-The parent is :func:`pairlab.core.cohorts._run_in_processes`; the pickles never
+:func:`pairlab.core.cohort_engine.run_chunk` and writes the pickled results to stdout.
+The parent is :func:`pairlab.core.cohort_engine.run_cohorts`; the pickles never
 leave that pair of processes.
 """
 
@@ -11,7 +11,7 @@ from __future__ import annotations
 import pickle
 import sys
 
-from pairlab.core.cohorts import run_chunk
+from pairlab.core.cohort_engine import run_chunk
 
 
 def main() -> None:

@@ -34,34 +34,37 @@ count, per-arm correctness (descriptive) and join coverage are reported, its
 sufficient cohort, an effect with fewer than ``min_pairs`` non-null pairs
 reports its estimate with null interval bounds and is never a win.
 
-A win: the gate holds, the interval's high end is below zero (every metric
-here is lower-is-better), and correctness did not regress: on the pairs where
-both arms were graded, the treatment's correct rate is not below the
-control's; with no graded pair, non-regression is unproven and there is no win.
+Two intervals per effect: the seed's percentile bootstrap (``ciLow``/``ciHigh``,
+the reported 95% interval; BCa on request) and the *decision interval*
+(``decisionLow``/``decisionHigh``, :mod:`pairlab.core.stats.studentized`) at the
+study plan's alpha, with the p-values that invert it. Which effects are wins is
+the plan's decision rule (:mod:`pairlab.core.decisions`): the decision interval,
+multiplicity control per family, the pre-registered minimum pairs, and
+correctness that did not regress (on the pairs where both arms were graded, the
+treatment's correct rate is not below the control's; with no graded pair,
+non-regression is unproven and there is no win).
 """
 
 from __future__ import annotations
 
 import os
-import pickle
-import subprocess
-import sys
 from collections.abc import Iterable, Sequence
-from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
 from itertools import pairwise
-from typing import Any, Final
+from typing import Final
 
 import numpy as np
 import polars as pl
 
+from pairlab.core.cohort_engine import Job, Settings, empty_results, run_cohorts
 from pairlab.core.cohort_report import (
     KEY_COLUMNS,
     METRICS,
     CohortAnalysis,
     Contrast,
     effects_frame,
-    render_cohort_table,
 )
+from pairlab.core.cohort_table import render_cohort_table
 from pairlab.core.errors import InvalidInputError, ReasonCode
 from pairlab.core.quota_consumption import (
     QUOTA_METRICS,
@@ -70,8 +73,8 @@ from pairlab.core.quota_consumption import (
     record_columns,
 )
 from pairlab.core.schemas.episode import ARMS, EpisodeRecord
-from pairlab.core.stats.bootstrap import Method, bootstrap_mean_intervals
-from pairlab.core.stats.seeds import make_rng
+from pairlab.core.stats.bootstrap import Method
+from pairlab.core.study_plan import ResolvedPlan, default_plan
 
 __all__ = [
     "FRAME_SCHEMA",
@@ -81,7 +84,9 @@ __all__ = [
     "analyse_cohorts",
     "effects_frame",
     "episodes_frame",
+    "paired_samples",
     "render_cohort_table",
+    "resolve_gate",
     "resolve_min_pairs",
 ]
 
@@ -144,6 +149,14 @@ def resolve_min_pairs(value: int | None) -> int:
             reason=ReasonCode.INVALID_MIN_PAIRS,
         )
     return value
+
+
+def resolve_gate(value: int | None, plan: ResolvedPlan) -> int:
+    """The gate of an analysis under ``plan``: ``value``, else
+    $TOKEN_OPTIMIZER_EVAL_MIN_PAIRS, else the plan's pre-registered minimum pairs."""
+    if value is None and not os.environ.get(MIN_PAIRS_ENV, "").strip():
+        return plan.plan.min_pairs
+    return resolve_min_pairs(value)
 
 
 def episodes_frame(records: Iterable[EpisodeRecord]) -> pl.DataFrame:
@@ -220,9 +233,35 @@ def analyse_cohorts(
     confidence: float = 0.95,
     method: Method = "percentile",
     workers: int | None = None,
+    plan: ResolvedPlan | None = None,
 ) -> CohortAnalysis:
-    """Analyse every cohort of ``data`` (records, or a frame shaped like :func:`episodes_frame`)."""
+    """Analyse every cohort of ``data`` (records, or a frame shaped like :func:`episodes_frame`).
+
+    ``min_pairs`` is the gate of this analysis; ``plan`` the study plan whose
+    decision rule labels the effects (default: :func:`default_plan` with the
+    seed's default minimum, $TOKEN_OPTIMIZER_EVAL_MIN_PAIRS else 5). A gate below
+    the plan's minimum makes the analysis exploratory.
+    """
     _validate_settings(min_pairs, n_resamples, confidence, method)
+    if plan is None:
+        plan = ResolvedPlan.of(default_plan(resolve_min_pairs(None)), "default")
+    wide, summary, arms, contrasts = _prepare(data)
+    settings = Settings(
+        run_id=run_id,
+        contrasts=contrasts,
+        min_pairs=min_pairs,
+        n_resamples=n_resamples,
+        confidence=confidence,
+        method=method,
+        decision_confidence=1.0 - plan.plan.alpha,
+    )
+    return _analyse_wide(wide, summary, arms=arms, settings=settings, plan=plan, workers=workers)
+
+
+def _prepare(
+    data: pl.DataFrame | Iterable[EpisodeRecord],
+) -> tuple[pl.DataFrame, pl.DataFrame, list[str], list[Contrast]]:
+    """Cohort keys filled, exclusions counted, pairs joined side by side (one row per pair)."""
     frame = _check_frame(data if isinstance(data, pl.DataFrame) else episodes_frame(data))
     key = list(KEY_COLUMNS)
     base = frame.lazy().with_columns(
@@ -254,18 +293,50 @@ def analyse_cohorts(
     arms = _order_arms(arm_frame["arm"].to_list())
     contrasts = _contrasts(arms)
     wide = _pair_frame(kept, key, arms, contrasts).collect()
-    return _analyse_wide(
-        wide,
-        summary,
-        arms=arms,
-        contrasts=contrasts,
-        run_id=run_id,
-        min_pairs=min_pairs,
-        n_resamples=n_resamples,
-        confidence=confidence,
-        method=method,
-        workers=workers,
-    )
+    return wide, summary, arms, contrasts
+
+
+@dataclass(frozen=True)
+class PairedSample:
+    """One cohort's paired differences of one metric for one contrast (nulls left out)."""
+
+    key: dict[str, str]
+    contrast: Contrast
+    metric: str
+    diffs: np.ndarray
+    control: np.ndarray  # the control arm's values on the same pairs
+    excluded_null: int
+
+
+def paired_samples(data: pl.DataFrame | Iterable[EpisodeRecord], metric: str) -> list[PairedSample]:
+    """Every cohort's paired differences of ``metric`` for each of its contrasts, paired as
+    :func:`analyse_cohorts` pairs them (for variance estimates: ``pairlab power``)."""
+    if metric not in METRICS:
+        raise InvalidInputError(
+            f"unknown metric {metric!r} (one of: {', '.join(METRICS)})",
+            reason=ReasonCode.INVALID_INPUT,
+        )
+    wide, _summary, _arms, contrasts = _prepare(data)
+    found = []
+    for _, group in wide.group_by("cohort", maintain_order=True):
+        key = {k: group[k][0] for k in KEY_COLUMNS}
+        for c in contrasts:
+            both = group.filter(pl.col(f"both:{c.label}"))
+            if both.height == 0:
+                continue
+            diff = both[_diff(c, metric)]
+            kept = both.filter(diff.is_not_null())
+            found.append(
+                PairedSample(
+                    key=key,
+                    contrast=c,
+                    metric=metric,
+                    diffs=kept[_diff(c, metric)].to_numpy().astype(np.float64),
+                    control=kept[_col(metric, c.control)].to_numpy().astype(np.float64),
+                    excluded_null=both.height - kept.height,
+                )
+            )
+    return found
 
 
 def _pair_frame(
@@ -314,15 +385,12 @@ def _analyse_wide(
     summary: pl.DataFrame,
     *,
     arms: list[str],
-    contrasts: list[Contrast],
-    run_id: str,
-    min_pairs: int,
-    n_resamples: int,
-    confidence: float,
-    method: Method,
+    settings: Settings,
+    plan: ResolvedPlan,
     workers: int | None,
 ) -> CohortAnalysis:
     key = list(KEY_COLUMNS)
+    contrasts, min_pairs = settings.contrasts, settings.min_pairs
     n_c, n_m = len(contrasts), len(METRICS)
     # Per-cohort aggregates in one polars pass.
     aggs: list[pl.Expr] = [pl.len().alias("rows"), pl.col("complete").sum().alias("pairs")]
@@ -371,9 +439,7 @@ def _analyse_wide(
         else np.zeros((k, 0), np.int64)
         for cell in "abcd"
     }
-    estimate = np.full((k, n_c, n_m), np.nan)
-    low = np.full((k, n_c, n_m), np.nan)
-    high = np.full((k, n_c, n_m), np.nan)
+    results = empty_results(k, n_c)
     notes: list[list[str]] = [[] for _ in range(k)]
     if n_c:
         diffs = wide.select([_diff(c, m) for c in contrasts for m in METRICS]).to_numpy()
@@ -383,36 +449,25 @@ def _analyse_wide(
         starts = np.concatenate([[0], np.cumsum(rows)[:-1]])
         keys = cohorts.select(key).rows()
         pair_ids = wide["pairId"].to_list()
-        engine = _CohortBootstrap(
-            run_id, contrasts, min_pairs, n_resamples, confidence, method, estimate, low, high
-        )
-        jobs = [
+        jobs: list[Job] = [
             (
                 idx,
                 keys[idx],
                 pair_ids[starts[idx] : starts[idx] + rows[idx]],
                 diffs[starts[idx] : starts[idx] + rows[idx]],
                 applies[idx],
-                notes[idx],
             )
             for idx in range(k)
             if ok[idx] and rows[idx] > 0  # insufficient cohorts make no claim: no resampling
         ]
-        n_workers = workers or min(4, os.cpu_count() or 1)
-        if n_workers > 1 and len(jobs) >= PROCESS_POOL_MIN_COHORTS:
-            _run_in_processes(engine, jobs, n_workers)
-        elif n_workers > 1 and len(jobs) > 1:
-            with ThreadPoolExecutor(max_workers=n_workers) as pool:
-                list(pool.map(lambda job: engine.run(*job), jobs))
-        else:
-            for job in jobs:
-                engine.run(*job)
+        run_cohorts(settings, results, jobs, notes, workers)
     return CohortAnalysis(
-        run_id=run_id,
+        run_id=settings.run_id,
         min_pairs=min_pairs,
-        n_resamples=n_resamples,
-        confidence=confidence,
-        method=method,
+        n_resamples=settings.n_resamples,
+        confidence=settings.confidence,
+        method=settings.method,
+        plan=plan,
         keys=cohorts.select(key),
         arms=arms,
         contrasts=contrasts,
@@ -429,173 +484,18 @@ def _analyse_wide(
         else np.zeros((k, 0), np.int64),
         applies=applies,
         cells=cells,
-        estimate=estimate,
-        low=low,
-        high=high,
+        estimate=results["estimate"],
+        low=results["low"],
+        high=results["high"],
+        decision_low=results["decision_low"],
+        decision_high=results["decision_high"],
+        p_saving=results["p_saving"],
+        p_increase=results["p_increase"],
         n=n_eff,
         excluded_null=null_eff,
         notes=notes,
     )
 
 
-# From this many resampled cohorts on, worker processes instead of threads: drawing
-# the resample counts (np.bincount) holds the GIL, so two threads reached only ~1.15
-# cores on 2 (bench/README.md); a worker costs ~1 s of imports, which pays off only
-# for large analyses. Workers are plain `python -m pairlab.core.cohort_worker`
-# processes fed by pickle over stdin (no multiprocessing: it re-imports the caller's
-# __main__ and cannot fork a threaded process safely). Results are identical either
-# way: seeds come from names, never from the schedule.
-PROCESS_POOL_MIN_COHORTS = 2_000
-
-
-def run_chunk(
-    settings: tuple[str, list[Contrast], int, int, float, Method],
-    jobs: list[tuple[int, tuple[str, ...], list[str], np.ndarray, np.ndarray]],
-) -> list[tuple[int, np.ndarray, np.ndarray, np.ndarray, list[str]]]:
-    """Bootstrap a chunk of cohorts into local result rows (the worker's body)."""
-    run_id, contrasts, min_pairs, n_resamples, confidence, method = settings
-    shape = (len(jobs), len(contrasts), len(METRICS))
-    estimate, low, high = np.full(shape, np.nan), np.full(shape, np.nan), np.full(shape, np.nan)
-    engine = _CohortBootstrap(
-        run_id, contrasts, min_pairs, n_resamples, confidence, method, estimate, low, high
-    )
-    out = []
-    for local, (idx, key, pair_ids, block, applies) in enumerate(jobs):
-        notes: list[str] = []
-        engine.run(local, key, pair_ids, block, applies, notes)
-        out.append((idx, estimate[local], low[local], high[local], notes))
-    return out
-
-
-def _run_in_processes(
-    engine: _CohortBootstrap, jobs: list[tuple[Any, ...]], n_workers: int
-) -> None:
-    """Run the cohort jobs in worker processes; results go into ``engine``'s arrays."""
-    settings = (
-        engine.run_id,
-        engine.contrasts,
-        engine.min_pairs,
-        engine.n_resamples,
-        engine.confidence,
-        engine.method,
-    )
-    notes_of = {job[0]: job[5] for job in jobs}
-    payload = [job[:5] for job in jobs]
-    chunks = [payload[i::n_workers] for i in range(n_workers)]
-    workers = [
-        subprocess.Popen(
-            [sys.executable, "-m", "pairlab.core.cohort_worker"],
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            # one BLAS thread per worker: the workers are the parallelism
-            env={**os.environ, "OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": "1"},
-        )
-        for _ in chunks
-    ]
-    try:
-        # Feed every worker before reading any result (each reads all its input first).
-        for proc, chunk in zip(workers, chunks, strict=True):
-            assert proc.stdin is not None
-            pickle.dump((settings, chunk), proc.stdin, protocol=pickle.HIGHEST_PROTOCOL)
-            proc.stdin.close()
-        for proc in workers:
-            assert proc.stdout is not None
-            results = pickle.load(proc.stdout)
-            if proc.wait() != 0:
-                raise RuntimeError(f"cohort worker exited with {proc.returncode}")
-            for idx, est, lo, hi, notes in results:
-                engine.estimate[idx], engine.low[idx], engine.high[idx] = est, lo, hi
-                notes_of[idx].extend(notes)
-    finally:
-        for proc in workers:
-            if proc.poll() is None:
-                proc.kill()
-                proc.wait()
-            if proc.stdout is not None:
-                proc.stdout.close()
-
-
 def key_first(key: list[str]) -> list[pl.Expr]:
     return [pl.col(c).first() for c in key]
-
-
-class _CohortBootstrap:
-    """Bootstraps one cohort's (contrast, metric) columns into shared result arrays."""
-
-    def __init__(
-        self,
-        run_id: str,
-        contrasts: list[Contrast],
-        min_pairs: int,
-        n_resamples: int,
-        confidence: float,
-        method: Method,
-        estimate: np.ndarray,
-        low: np.ndarray,
-        high: np.ndarray,
-    ) -> None:
-        self.run_id, self.contrasts, self.min_pairs = run_id, contrasts, min_pairs
-        self.n_resamples, self.confidence, self.method = n_resamples, confidence, method
-        self.estimate, self.low, self.high = estimate, low, high
-
-    def run(
-        self,
-        idx: int,
-        key: tuple[str, ...],
-        pair_ids: list[str],
-        block: np.ndarray,
-        applies: np.ndarray,
-        notes: list[str],
-    ) -> None:
-        observed = ~np.isnan(block)
-        counts = observed.sum(axis=0)
-        with np.errstate(invalid="ignore"):
-            sums = np.where(observed, block, 0.0).sum(axis=0)
-            self.estimate[idx] = np.where(counts > 0, sums / np.maximum(counts, 1), np.nan)
-        self.estimate[idx][~applies] = np.nan
-        gate = max(self.min_pairs, 2)
-        eligible = np.flatnonzero((applies[:, None] & (counts >= gate)).ravel())
-        if eligible.size == 0:
-            return
-        flat = block.reshape(block.shape[0], -1)
-        # Columns observed in the same pairs share one resample of those pairs.
-        seen = ~np.isnan(flat[:, eligible])
-        if seen.all():  # the usual case: one pattern, every pair
-            patterns, which = seen[:, :1].T, np.zeros(eligible.size, dtype=np.int64)
-        else:
-            patterns, which = np.unique(seen.T, axis=0, return_inverse=True)
-        for p, rows in enumerate(patterns):
-            cols = eligible[which.ravel() == p]
-            rng = make_rng(self.run_id, key, "pairs", [pair_ids[r] for r in np.flatnonzero(rows)])
-            self._store(idx, cols, flat[rows][:, cols], rng, notes)
-
-    def _store(
-        self,
-        idx: int,
-        cols: np.ndarray,
-        values: np.ndarray,
-        rng: np.random.Generator,
-        notes: list[str],
-    ) -> None:
-        got = bootstrap_mean_intervals(
-            values,
-            rng,
-            n_resamples=self.n_resamples,
-            confidence=self.confidence,
-            method=self.method,
-        )
-        n_m = len(METRICS)
-        est, lo, hi = (
-            self.estimate[idx].reshape(-1),
-            self.low[idx].reshape(-1),
-            self.high[idx].reshape(-1),
-        )
-        est[cols], lo[cols], hi[cols] = got.estimate, got.low, got.high
-        if self.method == "bca":
-            for flag, text in (
-                (got.degenerate, "BCa undefined (all differences equal): degenerate interval"),
-                (got.bca_fallback, "BCa correction not finite: percentile interval"),
-            ):
-                for col in cols[flag]:
-                    j, i = divmod(int(col), n_m)
-                    notes.append(f"{self.contrasts[j].label} {METRICS[i]}: {text}")

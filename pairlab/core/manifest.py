@@ -3,7 +3,8 @@
 A run in a store is ``runs/<run_id>/...`` plus ``runs/<run_id>/manifest.json``.
 The manifest lists every object (key relative to the run, sha256, size) and the
 run's provenance: code revision, price catalog version, redaction summary,
-approval record (canary trials), kind, cohort count and trial verdict. A run
+approval record (canary trials), kind, cohort count, trial verdict and the
+study plan frozen when the run started (id, source, SHA-256). A run
 without a manifest, or whose manifest names an object the store does not hold,
 is *incomplete* and is never pulled as complete.
 
@@ -90,6 +91,15 @@ class RedactionSummary(StrictModel):
     objects_scanned: int = Field(ge=0)
 
 
+class StudyPlanRecord(StrictModel):
+    """The run's frozen study plan (``plan.json``): its id, origin and canonical SHA-256."""
+
+    id: str
+    source: str
+    sha256: str = Field(pattern=_SHA256.pattern)
+    path: str | None = None
+
+
 class Manifest(StrictModel):
     schema_version: Literal[1] = 1
     run_id: str
@@ -103,6 +113,7 @@ class Manifest(StrictModel):
     approval: dict[str, Any] | None = None
     cohorts: int | None = None
     verdict: str | None = None
+    study_plan: StudyPlanRecord | None = None
     extra: dict[str, Any] = Field(default_factory=dict)
 
     def to_bytes(self) -> bytes:

@@ -11,11 +11,16 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from pairlab.core.cohort_report import KEY_COLUMNS
+from pairlab.core.cohort_table import decision_text, rule_text
 
 CLAIM_NOTE = (
     "Effects are treatment − control per pair (negative = fewer). Only paired eval-run "
-    "records produce intervals; cohorts are never pooled; a saving is a win only when the "
-    "gate holds, the 95% interval excludes zero and correctness did not regress. Token "
+    "records produce intervals; cohorts are never pooled. A saving is a **primary win** when "
+    "the pre-registered primary test's decision interval excludes zero after Holm across the "
+    "primary contrasts, a **secondary win (adjusted)** when a secondary metric passes its "
+    "multiplicity-adjusted threshold, and in both cases only with the pre-registered minimum "
+    "pairs and correctness that did not regress; everything else is no evidence. The 95% "
+    "percentile interval is reported, the decision interval decides. Token "
     "counts are provider-native usage; certification checks are never counted as evidence. "
     "apiListPriceUsd is the API list-price equivalent of that usage (at the price catalog "
     "named above; null where a model or dimension is not priced); costUsd is a charge the "
@@ -43,6 +48,55 @@ def _cohort_title(key: Mapping[str, Any]) -> str:
     return ", ".join(parts)
 
 
+def _p(value: Any) -> str:
+    return "—" if value is None else f"{value:.3g}"
+
+
+def _bounds(low: Any, high: Any, digits: int) -> str:
+    if low is None and high is None:
+        return "—"
+    lo = "−∞" if low is None else _fmt(low, digits)
+    hi = "+∞" if high is None else _fmt(high, digits)
+    return f"[{lo}, {hi}]"
+
+
+def _summary(cohorts: Sequence[Mapping[str, Any]]) -> list[str]:
+    """Counts of cohorts and of effects by decision; the wins listed by kind."""
+    ok = sum(1 for c in cohorts if c.get("status") == "ok")
+    effects = [(c, e) for c in cohorts for e in c.get("effects", [])]
+    primary = [(c, e) for c, e in effects if e.get("decision") == "primary-win"]
+    secondary = [(c, e) for c, e in effects if e.get("decision") == "secondary-win"]
+    regressions = [(c, e) for c, e in effects if e.get("decision") == "regression"]
+    tested_primary = [(c, e) for c, e in effects if e.get("role") == "primary"]
+    lines = ["## Summary", ""]
+    lines.append(
+        f"{len(cohorts)} cohorts; {ok} pass the gate. Primary tests: {len(tested_primary)}, of "
+        f"which **{len(primary)} primary wins**; **{len(secondary)} secondary wins** "
+        f"(multiplicity-adjusted); **{len(regressions)} regressions**; every other effect is no "
+        "evidence, insufficient or not tested."
+    )
+    lines.append("")
+    for title, rows in (
+        ("Primary wins", primary),
+        ("Secondary wins (adjusted)", secondary),
+        ("Regressions", regressions),
+    ):
+        if not rows:
+            continue
+        lines += [f"**{title}**:", ""]
+        for c, e in rows:
+            key = c.get("key", {})
+            d = _metric_digits(e.get("metric"))
+            lines.append(
+                f"- {key.get('taskId')} ({key.get('client')} {key.get('clientVersion')}, "
+                f"{key.get('model')}): {e.get('treatment')} vs {e.get('control')}, "
+                f"{e.get('metric')} {_fmt(e.get('estimate'), d)} "
+                f"{_bounds(e.get('decisionLow'), e.get('decisionHigh'), d)}, adjusted p {_p(e.get('pAdjusted'))}"
+            )
+        lines.append("")
+    return lines
+
+
 def render_report_markdown(meta: Mapping[str, Any], analysis: Mapping[str, Any]) -> str:
     lines = [f"# pairlab evidence report — run `{meta.get('run_id')}`", ""]
     lines += [
@@ -55,15 +109,24 @@ def render_report_markdown(meta: Mapping[str, Any], analysis: Mapping[str, Any])
         "",
     ]
     cohorts: Sequence[Mapping[str, Any]] = analysis.get("cohorts", [])
-    wins = [(c, e) for c in cohorts for e in c.get("effects", []) if e.get("win")]
-    lines += ["## Summary", ""]
-    lines.append(
-        f"{len(cohorts)} cohorts; {sum(1 for c in cohorts if c.get('status') == 'ok')} pass the gate; {len(wins)} winning effects."
-    )
-    lines.append("")
+    if "decisionRule" in analysis:
+        lines += [rule_text(dict(analysis)), ""]
+    if analysis.get("exploratory"):
+        lines += [
+            f"> **Exploratory analysis**: the gate ({analysis.get('gate')} pairs) is below the "
+            f"pre-registered minimum ({analysis.get('plan', {}).get('min_pairs')}); effects with "
+            "fewer pairs than the plan are not wins.",
+            "",
+        ]
+    lines += _summary(cohorts)
     for cohort in cohorts:
         lines += [f"## Cohort: {_cohort_title(cohort.get('key', {}))}", ""]
-        lines.append(f"status: **{cohort.get('status')}** · complete pairs: {cohort.get('pairs')}")
+        exploratory = (
+            " · exploratory (below the pre-registered pairs)" if cohort.get("exploratory") else ""
+        )
+        lines.append(
+            f"status: **{cohort.get('status')}** · complete pairs: {cohort.get('pairs')}{exploratory}"
+        )
         lines.append("")
         corr = cohort.get("correctness", {})
         arms = [a for a in corr if a != "paired"]
@@ -79,15 +142,19 @@ def render_report_markdown(meta: Mapping[str, Any], analysis: Mapping[str, Any])
         effects = cohort.get("effects", [])
         if effects:
             lines += [
-                "| treatment vs control | metric | estimate | 95% CI | n | excl. null | win |",
-                "|---|---|---|---|---|---|---|",
+                "| treatment vs control | metric | role | estimate | 95% CI (reported) | decision CI | p (adj.) | n | excl. null | decision |",
+                "|---|---|---|---|---|---|---|---|---|---|",
             ]
             for e in effects:
                 d = _metric_digits(e.get("metric"))
+                label = decision_text(dict(e))
+                if e.get("win") or e.get("decision") == "regression":
+                    label = f"**{label}**"
                 lines.append(
-                    f"| {e.get('treatment')} vs {e.get('control')} | {e.get('metric')} | {_fmt(e.get('estimate'), d)} | "
-                    f"[{_fmt(e.get('ciLow'), d)}, {_fmt(e.get('ciHigh'), d)}] | {e.get('n')} | {e.get('excludedNull')} | "
-                    f"{'**win**' if e.get('win') else ''} |"
+                    f"| {e.get('treatment')} vs {e.get('control')} | {e.get('metric')} | {e.get('role', '—')} | "
+                    f"{_fmt(e.get('estimate'), d)} | [{_fmt(e.get('ciLow'), d)}, {_fmt(e.get('ciHigh'), d)}] | "
+                    f"{_bounds(e.get('decisionLow'), e.get('decisionHigh'), d)} | {_p(e.get('pAdjusted'))} | "
+                    f"{e.get('n')} | {e.get('excludedNull')} | {label} |"
                 )
             lines.append("")
         elif cohort.get("status") != "ok":

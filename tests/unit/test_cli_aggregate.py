@@ -68,3 +68,86 @@ def test_gate_below_two_is_refused(
 def test_missing_file(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     code, _, err = run_cli(["aggregate", str(tmp_path / "nope.jsonl")], capsys)
     assert code == 2 and "no such file" in err
+
+
+def test_the_same_log_analysed_twice_gives_byte_identical_json(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Determinism: seeds come from names (run id, cohort key, pair ids), never from data or
+    the schedule; worker processes and threads give the same bytes."""
+    import pairlab.core.cohort_engine as engine
+    from tests.unit.test_cohorts import cohort_records
+
+    records = [
+        r
+        for task in ("t1", "t2", "t3")
+        for r in cohort_records(8, saving=40, arms=("baseline", "optimizer", "full"), taskId=task)
+    ]
+    path = tmp_path / "episodes.jsonl"
+    path.write_text("\n".join(lines_of(records)) + "\n", encoding="utf-8")
+    outs = []
+    for _ in range(2):
+        code, out, _ = run_cli(["aggregate", str(path), "--json", "--resamples", "2000"], capsys)
+        assert code == 0
+        outs.append(out.encode())
+    assert outs[0] == outs[1]
+    payload = json.loads(outs[0])
+    assert payload["decisionRule"]["interval"] == "studentized-hybrid"
+    assert all(
+        e["decisionLow"] is not None
+        for c in payload["cohorts"]
+        for e in c["effects"]
+        if e["n"] >= 5
+    )
+    original = engine.PROCESS_POOL_MIN_COHORTS
+    try:
+        engine.PROCESS_POOL_MIN_COHORTS = 2
+        code, out, _ = run_cli(["aggregate", str(path), "--json", "--resamples", "2000"], capsys)
+    finally:
+        engine.PROCESS_POOL_MIN_COHORTS = original
+    assert code == 0 and out.encode() == outs[0]
+
+
+def test_a_gate_below_the_plan_is_exploratory_and_claims_no_win(
+    log: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("TOKEN_OPTIMIZER_EVAL_MIN_PAIRS", raising=False)
+    code, out, _ = run_cli(
+        ["aggregate", str(log), "--json", "--resamples", "1000", "--min-pairs", "2"], capsys
+    )
+    payload = json.loads(out)
+    assert code == 0 and payload["exploratory"] is True and payload["gate"] == 2
+    plan = log.parent / "plan.yaml"
+    plan.write_text("schema_version: 1\nid: seven\nmin_pairs: 7\n")
+    code, out, _ = run_cli(
+        ["aggregate", str(log), "--json", "--resamples", "1000", "--plan", str(plan)], capsys
+    )
+    payload = json.loads(out)
+    # The gate defaults to the plan's 7: the 6-pair cohort is insufficient, not a win.
+    assert payload["gate"] == 7 and payload["exploratory"] is False
+    assert payload["cohorts"][0]["status"] == "insufficient"
+    code, out, _ = run_cli(
+        [
+            "aggregate",
+            str(log),
+            "--json",
+            "--resamples",
+            "1000",
+            "--plan",
+            str(plan),
+            "--min-pairs",
+            "5",
+        ],
+        capsys,
+    )
+    payload = json.loads(out)
+    (cohort,) = payload["cohorts"]
+    assert payload["exploratory"] is True and cohort["exploratory"] is True
+    total = next(e for e in cohort["effects"] if e["metric"] == "totalTokens")
+    assert total["decisionHigh"] < 0 and total["decision"] == "no-evidence"
+    assert total["reason"] == "below-gate" and total["win"] is False
+    code, text, _ = run_cli(
+        ["aggregate", str(log), "--resamples", "1000", "--plan", str(plan), "--min-pairs", "5"],
+        capsys,
+    )
+    assert "EXPLORATORY" in text and "below the pre-registered pairs" in text

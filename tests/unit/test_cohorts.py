@@ -26,6 +26,7 @@ from pairlab.core.schemas.episode import (
     make_pair_id,
 )
 
+# Issue 2's keys, then the decision (issue 15): role, label, reason, decision interval, p-values.
 EFFECT_KEYS = {
     "treatment",
     "control",
@@ -36,6 +37,13 @@ EFFECT_KEYS = {
     "n",
     "excludedNull",
     "win",
+    "role",
+    "decision",
+    "reason",
+    "decisionLow",
+    "decisionHigh",
+    "pValue",
+    "pAdjusted",
 }
 
 
@@ -396,7 +404,7 @@ def test_a_metric_with_nulls_resamples_only_its_own_pairs_from_its_own_seed() ->
 def test_worker_processes_give_exactly_the_threaded_results(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    import pairlab.core.cohorts as cohorts
+    import pairlab.core.cohort_engine as engine
 
     records = [
         r
@@ -404,7 +412,7 @@ def test_worker_processes_give_exactly_the_threaded_results(
         for r in cohort_records(8, saving=50, arms=("baseline", "optimizer", "full"), taskId=task)
     ]
     threaded = analyse(records, workers=2)
-    monkeypatch.setattr(cohorts, "PROCESS_POOL_MIN_COHORTS", 2)
+    monkeypatch.setattr(engine, "PROCESS_POOL_MIN_COHORTS", 2)
     in_processes = analyse(records, workers=2)
     assert in_processes == threaded
     assert len(threaded["cohorts"]) == 3 and all(c["status"] == "ok" for c in threaded["cohorts"])
@@ -440,7 +448,10 @@ def test_report_prints_dollar_effects_with_enough_decimals() -> None:
         records.append(EpisodeRecord.model_validate(fields))
     text = render_report_markdown({"run_id": "run-a"}, analyse(records))
     (row,) = [line for line in text.splitlines() if "| apiListPriceUsd |" in line]
-    estimate = float(row.split("|")[3].replace(",", ""))
+    cells = row.split("|")  # | contrast | metric | role | estimate | 95% CI | decision CI | ...
+    estimate = float(cells[4].replace(",", ""))
     assert estimate != 0.0 and abs(estimate) < 0.01  # -0.0003, not "-0.0"
+    decision_high = float(cells[6].strip(" []").split(",")[-1])
+    assert decision_high != 0.0 and abs(decision_high) < 0.01  # the decision interval too
     (tokens_row,) = [line for line in text.splitlines() if "| totalTokens |" in line]
-    assert re.fullmatch(r"-?[\d,]+\.\d", tokens_row.split("|")[3].strip())  # tokens: 1 decimal
+    assert re.fullmatch(r"-?[\d,]+\.\d", tokens_row.split("|")[4].strip())  # tokens: 1 decimal

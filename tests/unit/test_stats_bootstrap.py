@@ -132,3 +132,31 @@ def test_sign_flip_mirrors_the_interval(values: list[float]) -> None:
     scale = 1e-6 * float(np.max(np.abs(x - x.mean()))) + 1e-9 * max(1.0, np.abs(x).max())
     assert neg.low[0] == pytest.approx(-pos.high[0], abs=scale)
     assert neg.high[0] == pytest.approx(-pos.low[0], abs=scale)
+
+
+@given(
+    st.lists(finite, min_size=8, max_size=40),
+    st.integers(0, 2**32 - 1),
+    st.sampled_from([(0.025, 0.975), (0.05, 0.95), (0.3, 0.7)]),
+)
+def test_tail_selection_as_integers_matches_float_selection(
+    values: list[float], seed: int, qs: tuple[float, float]
+) -> None:
+    """order_keys: the int32/uint32 views of float32 rows select the same order statistics
+    (including rows whose tail does not cross zero: the float fallback)."""
+    from pairlab.core.stats import order_keys
+
+    rng = np.random.default_rng(seed)
+    rows = (np.asarray(values, dtype=np.float32)[None, :] + rng.normal(0, 1, (3, 1))).astype(
+        np.float32
+    )
+    rows = np.concatenate([rows, np.abs(rows[:1]), -np.abs(rows[:1])])  # one-signed rows too
+    want = np.quantile(rows.astype(np.float64), qs, axis=1)
+    got = order_keys.percentile_pair(rows.copy(), *qs)
+    assert np.allclose(got[0], want[0], rtol=0, atol=0) and np.allclose(
+        got[1], want[1], rtol=0, atol=0
+    )
+    k, n = 1, rows.shape[1]
+    srt = np.sort(rows, axis=1).astype(np.float64)
+    low, high = order_keys.order_pair(rows.copy(), k, n - 1 - k)
+    assert np.array_equal(low, srt[:, k]) and np.array_equal(high, srt[:, n - 1 - k])

@@ -1,86 +1,101 @@
-"""Calibration of the whole cohort pipeline on simulated cohorts with a known effect.
+"""The calibration study of the decision interval (slow; runs in CI). Figures: docs/statistics.md.
 
-Paired differences are normal with a known mean. The percentile bootstrap of
-a mean uses the plug-in spread (divides by n, not n - 1) and normal-like tails
-instead of Student's t, so at n pairs its 95% interval covers about
-P(|T_{n-1}| < 1.96 * sqrt((n-1)/n)): 0.89 at n = 8 and 0.93 at n = 20. With
-1,000 cohorts the standard error of an empirical coverage is about 0.01, so
-the asserted bands sit about three standard errors below those values. A false
-win (high end below zero when the true effect is zero) is one tail of the
-non-coverage: about 0.055 at n = 8; asserted <= 0.08. Seeds are fixed, so the
-figures are the same on every run.
+For each shape of paired differences (normal, lognormal with its long tail towards
+costs and towards savings, Student t with 3 df, and a strongly skewed stress case)
+and 5, 8, 12 and 20 pairs, 10,000 simulated samples of known mean are analysed by
+the production bootstrap (10,000 resamples; :mod:`tests.stats_calibration`).
+
+Targets (issue 15): coverage of the decision interval 93-97% at >= 8 pairs for
+every shape; false-win rate (a saving declared where the true effect is zero,
+one-sided) <= 2.5% at >= 5 pairs. Every figure is compared with its target up to
+two Monte-Carlo standard errors (the study measures a rate on 10,000 samples; a
+0.1-point difference is not evidence either way). Where the study *misses* a
+target the test pins the documented figure instead, so that a regression shows
+and an improvement forces the docs to be updated:
+
+* lognormal sigma 0.5, long tail towards costs: false-win 3.8-5.1% for one test
+  at alpha 0.05 (met, 1.3-2.4%, per primary test under the default plan's Holm
+  across three primary contrasts);
+* lognormal sigma 1.0 (stress case): coverage 90-93%, false-win 7-10%.
+
+No interval can bound these for every skewed distribution at a few pairs (the
+unseen tail; Bahadur & Savage 1956); docs/statistics.md says which shapes the
+guarantee covers.
 """
 
 from __future__ import annotations
 
-import numpy as np
-import polars as pl
 import pytest
 
-from pairlab.core.cohorts import analyse_cohorts
+from tests.stats_calibration import PAIRS, Cell, markdown, run_study
 
-TRUE_SAVING = -50.0
-SD = 100.0
-COHORTS = 1000
+TARGET_COVERAGE = (0.93, 0.97)
+TARGET_FALSE_WIN = 0.025
 
 
-def simulated_frame(pairs: int, seed: int) -> pl.DataFrame:
-    rng = np.random.default_rng(seed)
-    n = COHORTS * pairs
-    cohort = np.repeat(np.arange(COHORTS), pairs)
-    base_total = rng.normal(5000.0, 800.0, n)
-    base_latency = rng.normal(30_000.0, 5_000.0, n)
-    rows = []
-    for arm, total, latency in (
-        ("baseline", base_total, base_latency),
-        (
-            "optimizer",
-            base_total + rng.normal(TRUE_SAVING, SD, n),
-            base_latency + rng.normal(0.0, SD, n),
-        ),
-    ):
-        rows.append(
-            pl.DataFrame(
-                {
-                    "pairId": [
-                        f"c{c}:{i}"
-                        for c, i in zip(cohort, np.tile(np.arange(pairs), COHORTS), strict=True)
-                    ],
-                    "arm": arm,
-                    "client": "sim",
-                    "taskId": [f"task-{c}" for c in cohort],
-                    "correct": True,
-                    "totalTokens": total,
-                    "latencyMs": latency,  # true effect zero
-                }
-            )
-        )
-    return pl.concat(rows)
+@pytest.fixture(scope="module")
+def cells() -> dict[tuple[str, int], Cell]:
+    found = run_study(samples=10_000)
+    print("\n" + markdown(found))
+    return {(c.shape, c.pairs): c for c in found}
+
+
+def _within(value: float, low: float, high: float, se: float) -> bool:
+    return low - 2 * se <= value <= high + 2 * se
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize(
-    ("pairs", "coverage_floor", "power_floor"), [(8, 0.86, 0.25), (20, 0.90, 0.5)]
-)
-def test_interval_coverage_and_false_wins(
-    pairs: int, coverage_floor: float, power_floor: float
+@pytest.mark.parametrize("shape", ["normal", "t3", "lognormal", "lognormal-left"])
+def test_decision_interval_coverage_target_at_8_pairs_and_more(
+    cells: dict[tuple[str, int], Cell], shape: str
 ) -> None:
-    analysis = analyse_cohorts(
-        simulated_frame(pairs, seed=pairs), run_id="calibration", min_pairs=5, n_resamples=10_000
-    )
-    metrics = list(analysis.to_json()["cohorts"])
-    totals = [next(e for e in c["effects"] if e["metric"] == "totalTokens") for c in metrics]
-    latencies = [next(e for e in c["effects"] if e["metric"] == "latencyMs") for c in metrics]
-    coverage = np.mean([e["ciLow"] <= TRUE_SAVING <= e["ciHigh"] for e in totals])
-    null_coverage = np.mean([e["ciLow"] <= 0.0 <= e["ciHigh"] for e in latencies])
-    false_wins = np.mean([e["win"] for e in latencies])
-    power = np.mean([e["win"] for e in totals])
-    print(
-        f"\n{pairs} pairs x {COHORTS} cohorts: coverage {coverage:.3f} (effect {TRUE_SAVING}), "
-        f"{null_coverage:.3f} (no effect); false-win rate {false_wins:.3f}; win rate {power:.3f}"
-    )
-    assert coverage_floor <= coverage <= 0.97
-    assert coverage_floor <= null_coverage <= 0.97
-    assert false_wins <= 0.08
-    # Power for a saving of half a standard deviation: about 0.35 at 8 pairs, 0.63 at 20.
-    assert power > power_floor
+    for pairs in PAIRS:
+        cell = cells[(shape, pairs)]
+        if pairs >= 8:
+            assert _within(cell.coverage, *TARGET_COVERAGE, cell.se(cell.coverage)), cell
+        else:  # 5 pairs: no coverage target; never below 93%
+            assert cell.coverage >= 0.93, cell
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("shape", ["normal", "t3", "lognormal-left"])
+def test_false_win_target_at_5_pairs_and_more(
+    cells: dict[tuple[str, int], Cell], shape: str
+) -> None:
+    for pairs in PAIRS:
+        cell = cells[(shape, pairs)]
+        assert cell.false_win <= TARGET_FALSE_WIN + 2 * cell.se(TARGET_FALSE_WIN), cell
+        # The mirror image: an increase declared where there is none.
+        if shape != "lognormal-left":
+            assert cell.false_regression <= TARGET_FALSE_WIN + 2 * cell.se(TARGET_FALSE_WIN)
+
+
+@pytest.mark.slow
+def test_skewed_towards_costs_misses_the_single_test_target_as_documented(
+    cells: dict[tuple[str, int], Cell],
+) -> None:
+    for pairs in PAIRS:
+        cell = cells[("lognormal", pairs)]
+        assert 0.03 <= cell.false_win <= 0.055, cell  # documented miss: 3.8-5.1%
+        # Per primary test under the default plan (Holm across 3 primary contrasts): met.
+        assert cell.false_win_family3 <= TARGET_FALSE_WIN + 2 * cell.se(TARGET_FALSE_WIN), cell
+        assert cell.false_regression <= 0.01, cell
+
+
+@pytest.mark.slow
+def test_stress_case_is_reported_not_claimed(cells: dict[tuple[str, int], Cell]) -> None:
+    for pairs in PAIRS:
+        cell = cells[("lognormal-1", pairs)]
+        assert 0.89 <= cell.coverage <= 0.94, cell
+        assert 0.06 <= cell.false_win <= 0.10, cell
+
+
+@pytest.mark.slow
+def test_the_reported_percentile_interval_is_why_it_does_not_decide(
+    cells: dict[tuple[str, int], Cell],
+) -> None:
+    # The seed's percentile interval, still reported: too narrow at a few pairs.
+    assert cells[("normal", 8)].percentile_coverage < 0.90
+    assert cells[("normal", 5)].percentile_false_win > 0.05
+    for (_shape, _pairs), cell in cells.items():
+        assert cell.coverage > cell.percentile_coverage

@@ -137,7 +137,11 @@ def load_suite(catalog_dir: Path, suite_id: str) -> LoadedSuite:
     """Load ``catalog/suites/<suite_id>.yaml`` and its tasks; every reference is checked."""
     path = catalog_dir / "suites" / f"{suite_id}.yaml"
     if not path.exists():
-        known = sorted(p.stem for p in (catalog_dir / "suites").glob("*.yaml"))
+        known = sorted(
+            p.stem
+            for p in (catalog_dir / "suites").glob("*.yaml")
+            if not p.name.endswith(".plan.yaml")  # study plans live beside their suites
+        )
         raise InvalidInputError(
             f"unknown suite '{suite_id}' (known: {', '.join(known) or 'none'})",
             reason=ReasonCode.NOT_FOUND,

@@ -131,7 +131,15 @@ class EpisodeRecord(CamelModel):
 
 
 def parse_episode_line(line: str, line_no: int, source: str = "<input>") -> EpisodeRecord:
-    """Parse one JSONL line; a bad line is an error naming the line, never skipped."""
+    """Parse one JSONL line; a bad line is an error naming the line, never skipped.
+
+    Validated in one pass (``model_validate_json``); only a line that fails is parsed
+    again to say why (not JSON, not an object, an unsupported schemaVersion, or the
+    first invalid field)."""
+    try:
+        return EpisodeRecord.model_validate_json(line)
+    except ValidationError as exc:
+        failure = exc
     try:
         payload = json.loads(line)
     except json.JSONDecodeError as exc:
@@ -149,15 +157,12 @@ def parse_episode_line(line: str, line_no: int, source: str = "<input>") -> Epis
             f"{source}:{line_no}: unsupported schemaVersion {version!r} (expected 2)",
             reason=ReasonCode.UNSUPPORTED_SCHEMA_VERSION,
         )
-    try:
-        return EpisodeRecord.model_validate_json(line)
-    except ValidationError as exc:
-        first = exc.errors()[0]
-        loc = ".".join(str(p) for p in first["loc"])
-        raise InvalidInputError(
-            f"{source}:{line_no}: invalid episode record: {loc}: {first['msg']}",
-            reason=ReasonCode.MALFORMED_INPUT,
-        ) from exc
+    first = failure.errors()[0]
+    loc = ".".join(str(p) for p in first["loc"])
+    raise InvalidInputError(
+        f"{source}:{line_no}: invalid episode record: {loc}: {first['msg']}",
+        reason=ReasonCode.MALFORMED_INPUT,
+    ) from failure
 
 
 def iter_episode_lines(lines: Iterator[str], source: str = "<input>") -> Iterator[EpisodeRecord]:

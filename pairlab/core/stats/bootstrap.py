@@ -38,13 +38,21 @@ flagged ``bca_fallback``.
 from __future__ import annotations
 
 import math
-import threading
 from dataclasses import dataclass
 from typing import Any, Literal
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 from scipy import special  # type: ignore[import-untyped]  # no stubs locked (scipy-stubs)
+
+from pairlab.core.stats import order_keys
+from pairlab.core.stats.studentized import (
+    DecisionIntervals,
+    column_stats,
+    decision_intervals,
+    studentized_sums,
+)
+from pairlab.core.stats.workspace import WORKSPACE as _WORKSPACE
 
 FloatArray = NDArray[np.float64]
 BoolArray = NDArray[np.bool_]
@@ -57,13 +65,18 @@ DEFAULT_CONFIDENCE = 0.95
 
 @dataclass(frozen=True)
 class MeanIntervals:
-    """Per-column results of one bootstrap call (arrays of the column count)."""
+    """Per-column results of one bootstrap call (arrays of the column count).
+
+    ``decision``: the decision interval and its p-values
+    (:mod:`pairlab.core.stats.studentized`), when asked for.
+    """
 
     estimate: FloatArray
     low: FloatArray
     high: FloatArray
     degenerate: BoolArray
     bca_fallback: BoolArray
+    decision: DecisionIntervals | None = None
 
 
 # OpenBLAS runs a GEMM single-threaded below M*N*K = 4 * 65536 (its default
@@ -92,30 +105,6 @@ def draw_resample_indices(
         stop = min(start + rows, n_resamples)
         out[start:stop] = rng.integers(0, n, (stop - start, n), dtype=dtype)
     return out
-
-
-class _Workspace(threading.local):
-    """Per-thread scratch arrays, reused across calls of the same shape.
-
-    A fresh multi-megabyte temporary per cohort costs a page fault per 4 KiB
-    page in glibc's default configuration (large blocks are mmapped and handed
-    back on free); reusing them was measured at about a third of the CPU time
-    of the whole analysis on 2 cores.
-    """
-
-    def __init__(self) -> None:
-        self.arrays: dict[tuple[str, tuple[int, ...], str], NDArray[Any]] = {}
-
-    def get(self, name: str, shape: tuple[int, ...], dtype: Any) -> NDArray[Any]:
-        key = (name, shape, np.dtype(dtype).str)
-        found = self.arrays.get(key)
-        if found is None:
-            self.arrays = {k: v for k, v in self.arrays.items() if k[0] != name}
-            found = self.arrays[key] = np.empty(shape, dtype=dtype)
-        return found
-
-
-_WORKSPACE = _Workspace()
 
 
 def draw_resample_counts(
@@ -233,8 +222,13 @@ def bootstrap_mean_intervals(
     confidence: float = DEFAULT_CONFIDENCE,
     method: Method = "percentile",
     precision: Precision = "float32",
+    decision_confidence: float | None = None,
 ) -> MeanIntervals:
     """Bootstrap intervals of the mean of each column of ``values`` (n rows, finite).
+
+    With ``decision_confidence``, also the decision interval at that confidence
+    and its p-values, from the same resamples
+    (:func:`pairlab.core.stats.studentized.studentized_sums`).
 
     All columns share one resample of the rows (a joint bootstrap); ``n`` must
     be at least 2. A resample mean is computed as ``mean + sum(count * (x -
@@ -259,10 +253,28 @@ def bootstrap_mean_intervals(
         raise ValueError(f"confidence must be in (0, 1), got {confidence}")
     if method not in ("percentile", "bca"):
         raise ValueError(f"unknown bootstrap method {method!r}")
-    estimate = data.mean(axis=0)
-    degenerate = np.all(data == data[:1], axis=0)
+    if decision_confidence is not None and not 0.0 < decision_confidence < 1.0:
+        raise ValueError(f"decision_confidence must be in (0, 1), got {decision_confidence}")
+    described = column_stats(data)
+    estimate, degenerate = described.estimate, described.degenerate
+    columns = data.shape[1]
     centered = (data - estimate).astype(precision)
-    if data.shape[1] == 1:
+    decision = None
+    if decision_confidence is not None:
+        found = studentized_sums(
+            centered, draw_resample_counts(rng, n, n_resamples, precision), described.t_obs
+        )
+        sums = found.s1
+        decision = decision_intervals(data, found, decision_confidence, described)
+        if method == "percentile" and sums.dtype == np.float32:
+            # Tail order statistics selected as integers (order_keys): same values, faster.
+            alpha = (1.0 - confidence) / 2.0
+            low, high = order_keys.percentile_pair(sums, alpha, 1.0 - alpha)
+            low = np.where(degenerate, estimate, estimate + low / n)
+            high = np.where(degenerate, estimate, estimate + high / n)
+            no_fallback = np.zeros(columns, dtype=np.bool_)
+            return MeanIntervals(estimate, low, high, degenerate, no_fallback, decision)
+    elif columns == 1:
         # One column: gathering the resampled values is cheaper than counts + GEMM
         # (same draws, so the same resamples; sums differ only in rounding order).
         idx = draw_resample_indices(rng, n, n_resamples)
@@ -280,4 +292,4 @@ def bootstrap_mean_intervals(
         low, high = _percentile_pair(sums, alpha, 1.0 - alpha)
     low = np.where(degenerate, estimate, estimate + low / n)
     high = np.where(degenerate, estimate, estimate + high / n)
-    return MeanIntervals(estimate, low, high, degenerate, fallback)
+    return MeanIntervals(estimate, low, high, degenerate, fallback, decision)

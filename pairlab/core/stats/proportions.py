@@ -22,7 +22,7 @@ from typing import Any
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
-from scipy import special, stats  # type: ignore[import-untyped]  # no stubs locked
+from scipy import special  # type: ignore[import-untyped]  # no stubs locked
 
 FloatArray = NDArray[np.float64]
 
@@ -60,7 +60,10 @@ def mcnemar_exact_p(b: ArrayLike, c: ArrayLike) -> FloatArray:
     b_arr = np.asarray(b, dtype=np.int64)
     c_arr = np.asarray(c, dtype=np.int64)
     discordant = b_arr + c_arr
-    tail: Any = stats.binom.cdf(np.minimum(b_arr, c_arr), discordant, 0.5)
+    # Binomial CDF P[X <= k], X ~ Bin(n, 1/2), as scipy.special.bdtr (scipy.stats would
+    # cost every cohort worker process a second of imports).
+    with np.errstate(invalid="ignore"):
+        tail: Any = special.bdtr(np.minimum(b_arr, c_arr), np.maximum(discordant, 1), 0.5)
     p = np.minimum(1.0, 2.0 * np.asarray(tail, dtype=np.float64))
     return np.where(discordant == 0, 1.0, p)
 

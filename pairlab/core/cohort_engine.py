@@ -1,0 +1,225 @@
+"""Resampling the cohorts of an analysis: per-cohort bootstrap, threads or worker processes.
+
+:class:`CohortBootstrap` fills result arrays indexed [cohort, contrast, metric]
+(:data:`RESULTS`): the estimate, the reported percentile (or BCa) interval and
+the decision interval with its one-sided p-values, all from one shared resample
+per set of pairs (see :mod:`pairlab.core.cohorts` for the determinism contract).
+
+From :data:`PROCESS_POOL_MIN_COHORTS` resampled cohorts on, the cohorts run in
+worker processes instead of threads: drawing the resample counts (np.bincount)
+holds the GIL, so two threads reached only ~1.15 cores on 2 (bench/README.md); a
+worker costs ~1 s of imports, which pays off only for large analyses. Workers are
+plain ``python -m pairlab.core.cohort_worker`` processes fed by pickle over stdin
+(no multiprocessing: it re-imports the caller's ``__main__`` and cannot fork a
+threaded process safely). Results are identical either way: seeds come from
+names, never from the schedule.
+"""
+
+from __future__ import annotations
+
+import os
+import pickle
+import subprocess
+import sys
+from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from typing import Any, Final
+
+import numpy as np
+
+from pairlab.core.metrics import METRICS, Contrast
+from pairlab.core.stats.bootstrap import Method, bootstrap_mean_intervals
+from pairlab.core.stats.seeds import make_rng
+
+RESULTS: Final = (
+    "estimate",
+    "low",
+    "high",
+    "decision_low",
+    "decision_high",
+    "p_saving",
+    "p_increase",
+)
+PROCESS_POOL_MIN_COHORTS = 2_000
+
+# (cohort index, cohort key, pair ids, [pairs, contrast, metric] differences, applies[contrast])
+Job = tuple[int, tuple[str, ...], list[str], np.ndarray, np.ndarray]
+
+
+@dataclass(frozen=True)
+class Settings:
+    run_id: str
+    contrasts: list[Contrast]
+    min_pairs: int
+    n_resamples: int
+    confidence: float
+    method: Method
+    decision_confidence: float
+
+
+def empty_results(cohorts: int, contrasts: int) -> dict[str, np.ndarray]:
+    shape = (cohorts, contrasts, len(METRICS))
+    return {name: np.full(shape, np.nan) for name in RESULTS}
+
+
+class CohortBootstrap:
+    """Bootstraps one cohort's (contrast, metric) columns into shared result arrays."""
+
+    def __init__(self, settings: Settings, results: dict[str, np.ndarray]) -> None:
+        self.settings = settings
+        self.results = results
+
+    def run(
+        self,
+        idx: int,
+        key: tuple[str, ...],
+        pair_ids: list[str],
+        block: np.ndarray,
+        applies: np.ndarray,
+        notes: list[str],
+    ) -> None:
+        observed = ~np.isnan(block)
+        counts = observed.sum(axis=0)
+        estimate = self.results["estimate"]
+        with np.errstate(invalid="ignore"):
+            sums = np.where(observed, block, 0.0).sum(axis=0)
+            estimate[idx] = np.where(counts > 0, sums / np.maximum(counts, 1), np.nan)
+        estimate[idx][~applies] = np.nan
+        gate = max(self.settings.min_pairs, 2)
+        eligible = np.flatnonzero((applies[:, None] & (counts >= gate)).ravel())
+        if eligible.size == 0:
+            return
+        flat = block.reshape(block.shape[0], -1)
+        # Columns observed in the same pairs share one resample of those pairs.
+        seen = ~np.isnan(flat[:, eligible])
+        if seen.all():  # the usual case: one pattern, every pair
+            patterns, which = seen[:, :1].T, np.zeros(eligible.size, dtype=np.int64)
+        else:
+            patterns, which = np.unique(seen.T, axis=0, return_inverse=True)
+        run_id = self.settings.run_id
+        for p, rows in enumerate(patterns):
+            cols = eligible[which.ravel() == p]
+            rng = make_rng(run_id, key, "pairs", [pair_ids[r] for r in np.flatnonzero(rows)])
+            self._store(idx, cols, flat[rows][:, cols], rng, notes)
+
+    def _store(
+        self,
+        idx: int,
+        cols: np.ndarray,
+        values: np.ndarray,
+        rng: np.random.Generator,
+        notes: list[str],
+    ) -> None:
+        s = self.settings
+        got = bootstrap_mean_intervals(
+            values,
+            rng,
+            n_resamples=s.n_resamples,
+            confidence=s.confidence,
+            method=s.method,
+            decision_confidence=s.decision_confidence,
+        )
+        assert got.decision is not None
+        found = {
+            "estimate": got.estimate,
+            "low": got.low,
+            "high": got.high,
+            "decision_low": got.decision.low,
+            "decision_high": got.decision.high,
+            "p_saving": got.decision.p_saving,
+            "p_increase": got.decision.p_increase,
+        }
+        for name, values_of in found.items():
+            self.results[name][idx].reshape(-1)[cols] = values_of
+        if s.method == "bca":
+            n_m = len(METRICS)
+            for flag, text in (
+                (got.degenerate, "BCa undefined (all differences equal): degenerate interval"),
+                (got.bca_fallback, "BCa correction not finite: percentile interval"),
+            ):
+                for col in cols[flag]:
+                    j, i = divmod(int(col), n_m)
+                    notes.append(f"{s.contrasts[j].label} {METRICS[i]}: {text}")
+
+
+def run_chunk(
+    settings: Settings, jobs: Sequence[Job]
+) -> list[tuple[int, dict[str, np.ndarray], list[str]]]:
+    """Bootstrap a chunk of cohorts into local result rows (the worker's body)."""
+    results = empty_results(len(jobs), len(settings.contrasts))
+    engine = CohortBootstrap(settings, results)
+    out = []
+    for local, (idx, key, pair_ids, block, applies) in enumerate(jobs):
+        notes: list[str] = []
+        engine.run(local, key, pair_ids, block, applies, notes)
+        out.append((idx, {name: arr[local] for name, arr in results.items()}, notes))
+    return out
+
+
+def run_cohorts(
+    settings: Settings,
+    results: dict[str, np.ndarray],
+    jobs: list[Job],
+    notes: list[list[str]],
+    workers: int | None,
+) -> None:
+    """Resample every job's cohort into ``results`` (threads, or processes when many)."""
+    n_workers = workers or min(4, os.cpu_count() or 1)
+    if n_workers > 1 and len(jobs) >= PROCESS_POOL_MIN_COHORTS:
+        _run_in_processes(settings, results, jobs, notes, n_workers)
+        return
+    engine = CohortBootstrap(settings, results)
+
+    def one(job: Job) -> None:
+        idx, key, pair_ids, block, applies = job
+        engine.run(idx, key, pair_ids, block, applies, notes[idx])
+
+    if n_workers > 1 and len(jobs) > 1:
+        with ThreadPoolExecutor(max_workers=n_workers) as pool:
+            list(pool.map(one, jobs))
+    else:
+        for job in jobs:
+            one(job)
+
+
+def _run_in_processes(
+    settings: Settings,
+    results: dict[str, np.ndarray],
+    jobs: list[Job],
+    notes: list[list[str]],
+    n_workers: int,
+) -> None:
+    chunks = [jobs[i::n_workers] for i in range(n_workers)]
+    procs = [
+        subprocess.Popen(
+            [sys.executable, "-m", "pairlab.core.cohort_worker"],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            # one BLAS thread per worker: the workers are the parallelism
+            env={**os.environ, "OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": "1"},
+        )
+        for _ in chunks
+    ]
+    try:
+        # Feed every worker before reading any result (each reads all its input first).
+        for proc, chunk in zip(procs, chunks, strict=True):
+            assert proc.stdin is not None
+            pickle.dump((settings, chunk), proc.stdin, protocol=pickle.HIGHEST_PROTOCOL)
+            proc.stdin.close()
+        for proc in procs:
+            assert proc.stdout is not None
+            found: list[tuple[int, dict[str, Any], list[str]]] = pickle.load(proc.stdout)
+            if proc.wait() != 0:
+                raise RuntimeError(f"cohort worker exited with {proc.returncode}")
+            for idx, rows, cohort_notes in found:
+                for name, row in rows.items():
+                    results[name][idx] = row
+                notes[idx].extend(cohort_notes)
+    finally:
+        for proc in procs:
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait()
+            if proc.stdout is not None:
+                proc.stdout.close()
