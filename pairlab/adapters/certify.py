@@ -290,7 +290,18 @@ def certify_profile(
 ) -> ProfileCertification:
     checks = [_check_schema(None), _check_quota_probe(profile)]
     version: str | None = None
-    if not profile.live:
+    if profile.certification.level == "live-local":
+        from pairlab.adapters.certify_live import certify_live
+
+        return certify_live(name, profile, backend_name, factory, checks, host_home)
+    if profile.certification.level == "unavailable":
+        checks.append(
+            CertifyCheck(
+                name="availability",
+                passed=True,
+                detail=f"not certified here: {profile.certification.reason}",
+            )
+        )
         checks.append(_check_buildable(profile))
         failed = any(not c.passed for c in checks)
         return ProfileCertification(

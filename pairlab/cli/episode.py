@@ -98,7 +98,7 @@ def run_one_episode(
     try:
         outcome = backend.run(prepared)
         collected = backend.collect(prepared, out / "collected")
-        final_answer = extract_final_answer(outcome.stdout)
+        final_answer = extract_final_answer(outcome.stdout, profile.client)
         delivered, ledger_error = _delivered_tokens(collected, out)
         checks = grade(backend, prepared, task, final_answer, delivered)
     finally:

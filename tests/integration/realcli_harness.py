@@ -105,6 +105,7 @@ def episode_profile(
         },
         usage={"reader": cli, "paths": usage_paths},
         quota={"probe": "none"},
+        certification={"level": "live-local"},
         timeout_s=EPISODE_TIMEOUT_S,
     )
 

@@ -1,0 +1,70 @@
+"""How a run's provider emulator behaves: the faults it injects into which episodes, the
+scripted model's chance of a wrong solution, the account's quota limits, and the seed
+each pair's script is drawn with. Pure data; the run endpoint (adapters) applies it."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import Field
+
+from pairlab.core.emulator.ledger import Fault
+from pairlab.core.emulator.quota_model import AccountPlan
+from pairlab.core.schemas.base import StrictModel
+from pairlab.core.stats.seeds import derive_seed
+
+
+class FaultRule(StrictModel):
+    """A fault injected into every episode it selects (a None field selects any value)."""
+
+    fault: Fault
+    task_id: str | None = None
+    arm: str | None = None
+    repetition: int | None = Field(default=None, ge=0)
+
+    def selects(self, task_id: str, arm: str, repetition: int) -> bool:
+        return (
+            self.task_id in (None, task_id)
+            and self.arm in (None, arm)
+            and self.repetition in (None, repetition)
+        )
+
+
+class EmulatorSettings(StrictModel):
+    """Advanced: how a run's emulator behaves (the defaults are the documented model)."""
+
+    faults: list[FaultRule] = Field(
+        default_factory=list, description="Faults injected into the episodes they select"
+    )
+    wrong_probability: float = Field(
+        default=0.1, ge=0.0, le=1.0, description="Chance the scripted model solves wrongly"
+    )
+    five_hour_limit: float | None = Field(
+        default=None, gt=0, description="Weighted tokens per 5-hour window (default model)"
+    )
+    seven_day_limit: float | None = Field(
+        default=None, gt=0, description="Weighted tokens per 7-day window (default model)"
+    )
+    keep_requests: bool = Field(
+        default=False, description="Store every request body (isolation audits; large)"
+    )
+
+    def plan(self) -> AccountPlan:
+        limits: dict[str, Any] = {}
+        if self.five_hour_limit is not None:
+            limits["five_hour_limit"] = self.five_hour_limit
+        if self.seven_day_limit is not None:
+            limits["seven_day_limit"] = self.seven_day_limit
+        return AccountPlan(**limits)
+
+    def faults_for(self, task_id: str, arm: str, repetition: int) -> list[Fault]:
+        return [r.fault for r in self.faults if r.selects(task_id, arm, repetition)]
+
+
+def pair_seed(seed: int, task_id: str, repetition: int) -> int:
+    """The scripted model's seed for one pair: both arms of a pair play the same script
+    choices (so they differ by the intervention alone); repetitions differ."""
+    return derive_seed("pairlab.emulator.pair", str(seed), task_id, str(repetition)) % 2**31
+
+
+__all__ = ["EmulatorSettings", "FaultRule", "pair_seed"]
