@@ -55,12 +55,37 @@ class CertifyCheck(_Model):
     detail: str
 
 
+class MatrixRow(_Model):
+    item: str  # a planted item's slug (or the arm's intervention)
+    scope: str  # user | project | arm
+    path: str
+    what: str
+    seen: dict[str, bool]  # column -> did the episode show it
+
+
+class IsolationMatrix(_Model):
+    """Planted item x arm (and x baseline without each isolation flag): what each saw."""
+
+    columns: list[str]
+    rows: list[MatrixRow]
+
+    def render(self) -> list[str]:
+        """The table as markdown lines (``x`` seen, ``-`` not)."""
+        head = ["planted item", "where", *self.columns]
+        lines = ["| " + " | ".join(head) + " |", "|" + " --- |" * len(head)]
+        for row in self.rows:
+            cells = ["x" if row.seen.get(c) else "-" for c in self.columns]
+            lines.append(f"| {row.item} | {row.scope}: {row.path} | " + " | ".join(cells) + " |")
+        return lines
+
+
 class ProfileCertification(_Model):
     client: str
     profile: str
     status: Status
     checks: list[CertifyCheck]
     version: str | None
+    matrix: IsolationMatrix | None = None
 
 
 class CertifyReport(_Model):
