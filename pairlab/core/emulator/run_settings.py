@@ -10,6 +10,7 @@ from pydantic import Field
 
 from pairlab.core.emulator.ledger import Fault
 from pairlab.core.emulator.quota_model import AccountPlan
+from pairlab.core.errors import InvalidInputError, ReasonCode
 from pairlab.core.schemas.base import StrictModel
 from pairlab.core.stats.seeds import derive_seed
 
@@ -61,10 +62,38 @@ class EmulatorSettings(StrictModel):
         return [r.fault for r in self.faults if r.selects(task_id, arm, repetition)]
 
 
+FAULT_SYNTAX = "KIND@REQUEST[:TASK[:ARM[:REPETITION]]]"
+
+
+def parse_fault_rule(text: str) -> FaultRule:
+    """``KIND@REQUEST`` (e.g. ``rate-limit-429@1``), optionally narrowed to a task, an arm
+    and a repetition (``*`` or empty = any): ``cut-stream@2:fix-median:optimizer``."""
+    head, _, narrow = text.partition(":")
+    kind, sep, index = head.partition("@")
+    parts = narrow.split(":") if narrow else []
+    task, arm, rep = [*(p if p not in ("", "*") else None for p in parts), None, None, None][:3]
+    if not sep or not index.isdigit() or len(parts) > 3 or (rep is not None and not rep.isdigit()):
+        raise InvalidInputError(
+            f"fault '{text}' must be {FAULT_SYNTAX} (kinds: rate-limit-429, overloaded-529, "
+            "cut-stream)",
+            reason=ReasonCode.INVALID_INPUT,
+        )
+    try:
+        fault = Fault.model_validate({"kind": kind, "at_request": int(index)})
+    except ValueError as exc:
+        raise InvalidInputError(
+            f"fault '{text}': unknown kind '{kind}' (rate-limit-429, overloaded-529, cut-stream)",
+            reason=ReasonCode.INVALID_INPUT,
+        ) from exc
+    return FaultRule(
+        fault=fault, task_id=task, arm=arm, repetition=int(rep) if rep is not None else None
+    )
+
+
 def pair_seed(seed: int, task_id: str, repetition: int) -> int:
     """The scripted model's seed for one pair: both arms of a pair play the same script
     choices (so they differ by the intervention alone); repetitions differ."""
     return derive_seed("pairlab.emulator.pair", str(seed), task_id, str(repetition)) % 2**31
 
 
-__all__ = ["EmulatorSettings", "FaultRule", "pair_seed"]
+__all__ = ["FAULT_SYNTAX", "EmulatorSettings", "FaultRule", "pair_seed", "parse_fault_rule"]
