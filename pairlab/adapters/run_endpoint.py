@@ -42,6 +42,7 @@ from pairlab.adapters.emulator.server import (
     EpisodeHandle,
 )
 from pairlab.adapters.paths import catalog_dir
+from pairlab.adapters.real_clis import REAL_CLIS, resolve_cli
 from pairlab.core.emulator.ledger import ground_truth
 from pairlab.core.emulator.run_settings import EmulatorSettings
 from pairlab.core.errors import InvalidInputError, ReasonCode
@@ -92,6 +93,13 @@ class GroundTruthCheck:
 
     @property
     def agrees(self) -> bool:
+        """Both accounts equal the truth. With nothing billed (every request refused) the
+        truth is empty: the reader then finds no usage and the CLI may state zeros."""
+        if self.billed == 0:
+            cli_zero = self.cli is None or all(
+                v in (None, 0) for v in self.cli.model_dump().values()
+            )
+            return (self.reader is None or self.reader.is_empty()) and cli_zero
         return self.reader == self.truth and self.cli == self.truth
 
     def to_json(self) -> dict[str, Any]:
@@ -269,6 +277,8 @@ def open_run_endpoint(
 ) -> RunEndpoint:
     """Start the run's emulator (and, on Docker, its network) and the backend to use."""
     settings = settings or EmulatorSettings()
+    if backend_name == "local" and profile.client in REAL_CLIS:
+        resolve_cli(profile.client)  # the pinned wheel's binary, or exit 3 with the fix
     emulator = ProviderEmulator(
         ledger_dir,
         catalog_dir=catalog_dir(),

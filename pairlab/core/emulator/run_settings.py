@@ -31,6 +31,10 @@ class FaultRule(StrictModel):
         )
 
 
+RUN_FIVE_HOUR_LIMIT = 10_000_000.0
+RUN_SEVEN_DAY_LIMIT = 100_000_000.0
+
+
 class EmulatorSettings(StrictModel):
     """Advanced: how a run's emulator behaves (the defaults are the documented model)."""
 
@@ -40,11 +44,14 @@ class EmulatorSettings(StrictModel):
     wrong_probability: float = Field(
         default=0.1, ge=0.0, le=1.0, description="Chance the scripted model solves wrongly"
     )
+    # A run's account is sized so a demo-sized run (~150 real-CLI episodes, ~30k weighted
+    # tokens each) stays inside its 5-hour window while the whole-percent readings still
+    # move every few episodes; a longer run meets the limit as a real account would.
     five_hour_limit: float | None = Field(
-        default=None, gt=0, description="Weighted tokens per 5-hour window (default model)"
+        default=RUN_FIVE_HOUR_LIMIT, gt=0, description="Weighted tokens per 5-hour window"
     )
     seven_day_limit: float | None = Field(
-        default=None, gt=0, description="Weighted tokens per 7-day window (default model)"
+        default=RUN_SEVEN_DAY_LIMIT, gt=0, description="Weighted tokens per 7-day window"
     )
     keep_requests: bool = Field(
         default=False, description="Store every request body (isolation audits; large)"
