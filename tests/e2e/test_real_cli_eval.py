@@ -22,6 +22,8 @@ lost nor counted twice.
 from __future__ import annotations
 
 import json
+import os
+import subprocess
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -41,7 +43,7 @@ from pairlab.core.schemas.episode import EpisodeRecord
 from pairlab.core.schemas.usage import UsageVector
 from tests.e2e import eval_checks as checks
 from tests.integration.realcli_harness import require_cli
-from tests.support import CATALOG_DIR, run_pairlab
+from tests.support import CATALOG_DIR, pairlab_argv, run_pairlab
 
 pytestmark = [pytest.mark.prefect, pytest.mark.e2e, pytest.mark.realcli, pytest.mark.timeout(1800)]
 
@@ -225,6 +227,34 @@ def test_a_429_mid_eval_is_retried_and_nothing_is_lost_or_counted_twice(
     else:
         assert "Reconnecting" in (records[faulted].transcript.stdout or "")  # type: ignore[union-attr]
     assert records[faulted].success and records[faulted].correct
-    # the same pair's baseline (no fault) billed one request fewer turn for turn? its usage
-    # is its own: the fault changed nothing but the refused request
+    # the refused request billed nothing; everything else exactly once
     assert vector_of(records[faulted]) == ground_truth(billed)
+
+
+def test_the_readme_main_job_runs_the_real_claude_by_default(tmp_path: Path) -> None:
+    """``pairlab demo`` (one repetition here): the real Claude Code against the emulator the
+    run starts; every episode's usage agrees with the ground truth."""
+    require_cli("claude")
+    env = {k: v for k, v in os.environ.items() if k != "PREFECT_API_URL"}
+    env["PREFECT_HOME"] = str(tmp_path / "prefect")
+
+    def demo(*args: str) -> subprocess.CompletedProcess[str]:
+        argv = pairlab_argv("demo", *args, "--json")
+        return subprocess.run(
+            argv, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=900, check=False
+        )
+
+    done = demo("--repetitions", "1")
+    assert done.returncode == 0, done.stderr[-3000:]
+    summary = json.loads(done.stdout)
+    assert summary["episodes"] == len(TASKS) * len(ARMS)
+    run = tmp_path / ".pairlab" / "work" / "runs" / summary["run_id"]
+    agree = [json.loads(p.read_text())["agrees"] for p in run.glob("episodes/*/emulator.json")]
+    assert len(agree) == summary["episodes"] and all(agree)
+    records = [json.loads(line) for line in (run / "episodes.jsonl").read_text().splitlines()]
+    assert {(r["client"], r["clientVersion"], r["model"]) for r in records} == {
+        ("claude", "2.1.332", "claude-sonnet-5-5")
+    }
+    bad = demo("--profile", "nope")
+    assert bad.returncode == 2 and "unknown runner profile 'nope'" in bad.stdout + bad.stderr
+    assert "Traceback" not in bad.stdout + bad.stderr
