@@ -30,6 +30,9 @@ def _quiet_prefect() -> None:
 
 
 def _run_eval(params: Any, *, show_progress: bool) -> dict[str, Any]:
+    from pairlab.adapters.profiles import load_named_profile
+
+    load_named_profile(params.profile)  # an unknown or refused profile: exit 2, before any flow
     _quiet_prefect()
     from pairlab.adapters import progress as progress_events
 
