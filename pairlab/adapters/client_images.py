@@ -216,7 +216,10 @@ def input_hash(
 
 def build_base_image() -> str:
     """The local Debian base image (containers/base-image/build.sh; reused when present)."""
+    if _image_exists(DEFAULT_BASE_IMAGE):
+        return DEFAULT_BASE_IMAGE
     script = REPO_ROOT / "containers" / "base-image" / "build.sh"
+    print(f"pairlab: building the base image {DEFAULT_BASE_IMAGE} (first use)", file=sys.stderr)
     try:
         result = subprocess.run(
             ["bash", str(script)], stdout=subprocess.PIPE, stderr=sys.stderr, text=True, check=False

@@ -45,7 +45,7 @@ from pairlab.adapters.paths import catalog_dir
 from pairlab.adapters.real_clis import REAL_CLIS, resolve_cli
 from pairlab.core.emulator.ledger import ground_truth
 from pairlab.core.emulator.run_settings import EmulatorSettings
-from pairlab.core.errors import InvalidInputError, ReasonCode
+from pairlab.core.errors import EnvironmentUnavailable, InvalidInputError, ReasonCode
 from pairlab.core.schemas.profile import RunnerProfile
 from pairlab.core.schemas.usage import UsageVector
 from pairlab.core.stats.seeds import derive_seed
@@ -241,22 +241,38 @@ class RunEndpoint:
 
 
 def ensure_client_image(profile: RunnerProfile) -> None:
-    """Build the profile's client image on first use (containers/build-client-images.sh)."""
+    """The profile's client image, matching this code: built on first use, rebuilt when its
+    inputs (the locked wheels, the intervention's sources, the Dockerfile) changed, else
+    reused in about a second (``client_images``). When the inputs cannot be checked (no
+    wheel cache and no network) an image already present is used, with a warning."""
     from pairlab.adapters.backends.docker import image_present
-    from pairlab.adapters.client_images import CLIENT_IMAGES
+    from pairlab.adapters.client_images import (
+        CLIENT_IMAGES,
+        build_base_image,
+        build_client_image,
+    )
 
-    if image_present(profile.image) is not None:
-        return
     image = CLIENT_IMAGES.get(profile.client)
     if image is None or not profile.image.startswith(f"{image.repository}:"):
+        if image_present(profile.image) is not None:
+            return
         raise InvalidInputError(
             f"image {profile.image} is not present and pairlab does not know how to build it",
             reason=ReasonCode.NOT_FOUND,
         )
-    from pairlab.adapters.client_images import build_base_image, build_client_image
-
-    print(f"pairlab: building {profile.image} (first use)...", file=sys.stderr)
-    built = build_client_image(profile.client, base_image=build_base_image())
+    notes: list[str] = []
+    try:
+        built = build_client_image(profile.client, base_image=build_base_image(), log=notes.append)
+    except EnvironmentUnavailable as exc:
+        if image_present(profile.image) is None:
+            raise
+        print(
+            f"pairlab: using the present {profile.image} unchecked ({exc.message})",
+            file=sys.stderr,
+        )
+        return
+    if not built.reused:
+        print(f"pairlab: built {built.tag} in {built.seconds:.0f} s", file=sys.stderr)
     if built.alias != profile.image:
         raise InvalidInputError(
             f"the lock's {image.cli_wheel} builds {built.alias}, but the profile names "
