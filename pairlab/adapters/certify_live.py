@@ -241,9 +241,9 @@ def _cli_check(profile: RunnerProfile, backend_name: str) -> tuple[CertifyCheck,
         from pairlab.adapters.backends.docker import image_present
         from pairlab.adapters.run_endpoint import ensure_client_image
 
-        ensure_client_image(profile)
-        image_id = image_present(profile.image)
-        detail = f"{profile.image} present ({(image_id or '?')[:19]})"
+        tag = ensure_client_image(profile)
+        image_id = image_present(tag)
+        detail = f"{profile.image} = {tag} ({(image_id or '?')[:19]}), matching this checkout"
         return CertifyCheck(name="image", passed=True, detail=detail), None
     from pairlab.adapters.real_clis import resolve_cli
 

@@ -240,11 +240,13 @@ class RunEndpoint:
         self.close()
 
 
-def ensure_client_image(profile: RunnerProfile) -> None:
+def ensure_client_image(profile: RunnerProfile) -> str:
     """The profile's client image, matching this code: built on first use, rebuilt when its
     inputs (the locked wheels, the intervention's sources, the Dockerfile) changed, else
-    reused in about a second (``client_images``). When the inputs cannot be checked (no
-    wheel cache and no network) an image already present is used, with a warning."""
+    reused in about a second (``client_images``). Returns the immutable input-hash tag the
+    run uses (another checkout re-pointing the alias meanwhile changes nothing). When the
+    inputs cannot be checked (no wheel cache and no network) an image already present is
+    used as named, with a warning."""
     from pairlab.adapters.backends.docker import image_present
     from pairlab.adapters.client_images import (
         CLIENT_IMAGES,
@@ -255,7 +257,7 @@ def ensure_client_image(profile: RunnerProfile) -> None:
     image = CLIENT_IMAGES.get(profile.client)
     if image is None or not profile.image.startswith(f"{image.repository}:"):
         if image_present(profile.image) is not None:
-            return
+            return profile.image
         raise InvalidInputError(
             f"image {profile.image} is not present and pairlab does not know how to build it",
             reason=ReasonCode.NOT_FOUND,
@@ -270,7 +272,7 @@ def ensure_client_image(profile: RunnerProfile) -> None:
             f"pairlab: using the present {profile.image} unchecked ({exc.message})",
             file=sys.stderr,
         )
-        return
+        return profile.image
     if not built.reused:
         print(f"pairlab: built {built.tag} in {built.seconds:.0f} s", file=sys.stderr)
     if built.alias != profile.image:
@@ -279,6 +281,7 @@ def ensure_client_image(profile: RunnerProfile) -> None:
             f"{profile.image}: update the profile's image and version",
             reason=ReasonCode.INVALID_PROFILE,
         )
+    return built.tag
 
 
 def open_run_endpoint(
@@ -309,7 +312,7 @@ def open_run_endpoint(
             from pairlab.adapters.backends.docker import connect
             from pairlab.adapters.backends.run_network import HostService, open_run_network
 
-            ensure_client_image(profile)
+            profile = profile.model_copy(update={"image": ensure_client_image(profile)})
             network = open_run_network(
                 connect(),
                 run_id,
