@@ -237,9 +237,8 @@ def evidence_eval(params: EvidenceEvalParams) -> dict[str, Any]:
     planned_ids = [e.episode_id for e in schedule.entries]
     planned = set(planned_ids)
     done = {k: v for k, v in run_dir.completed().items() if k in planned}
-    endpoint = open_endpoint(
-        params, profile, run_dir, run_id
-    )  # the emulator, if the profile uses it
+    # the provider emulator (and Docker run network) when the profile runs against it
+    endpoint = open_endpoint(params, profile, run_dir, run_id)
     backend = endpoint.backend if endpoint else make_backend(params.backend, run_id=run_id)
     profile = endpoint.profile if endpoint else profile
     account_dir = sim_account_dir(Path(params.work_dir), profile)
