@@ -31,6 +31,7 @@ from pairlab.core.canary import (
     to_identifier,
 )
 from pairlab.core.canary.tokens import loom_provider
+from pairlab.core.errors import InvalidInputError, ReasonCode
 from pairlab.core.plan import Schedule
 from pairlab.core.schemas.catalog import LoadedSuite
 from pairlab.core.schemas.profile import RunnerProfile
@@ -60,6 +61,14 @@ def canary_profile(profile: RunnerProfile) -> RunnerProfile:
     implementation revision, passed through the episode's extra env, is the only
     difference between the arms.
     """
+    if profile.endpoint is not None:
+        # the arms differ by an implementation revision, which only the simulator has a
+        # knob for (PAIRLAB_SIM_EFFECTS); a real CLI has none yet
+        raise InvalidInputError(
+            f"profile '{profile.client}' runs against the provider emulator: canary trials "
+            "compare simulator revisions (use a simulator profile, e.g. sim)",
+            reason=ReasonCode.INVALID_PROFILE,
+        )
     arm_args = dict(profile.arm_args)
     if "candidate" not in arm_args and "baseline" in arm_args:
         arm_args["candidate"] = list(arm_args["baseline"])

@@ -48,6 +48,9 @@ def certify_clients(params: CertifyParams | None = None) -> dict[str, Any]:
             f"- {'✔' if c['passed'] else '✘'} {c['name']}: {c['detail']}" for c in p["checks"]
         ]
         lines.append("")
+        matrix = report.profiles[payload["profiles"].index(p)].matrix
+        if matrix is not None:  # planted item x arm: what each episode saw
+            lines += ["What each episode saw (x = seen):", "", *matrix.render(), ""]
     create_markdown_artifact(key="certification-report", markdown="\n".join(lines))
     if not report.passed:
         failed = [p["profile"] for p in payload["profiles"] if p["status"] == "failed"]

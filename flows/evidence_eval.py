@@ -32,9 +32,11 @@ from pairlab.adapters.episode_io import (
     load_eval_inputs,
     sim_account_dir,
 )
+from pairlab.adapters.run_endpoint import RunEndpoint, open_run_endpoint
 from pairlab.adapters.run_outputs import published_location
 from pairlab.adapters.run_plan import freeze_plan
 from pairlab.adapters.rundir import RunDir
+from pairlab.core.emulator.run_settings import pair_seed
 from pairlab.core.plan import PlannedEpisode, Schedule, plan_schedule
 from pairlab.core.schemas.catalog import LoadedSuite
 from pairlab.core.schemas.episode import EpisodeRecord
@@ -77,8 +79,20 @@ def _execute_one(
     backend: ExecutionBackend,
     run_dir: RunDir,
     account_dir: Path | None,
+    endpoint: RunEndpoint | None = None,
 ) -> EpisodeRecord:
     task_entry = suite.task(planned.task_id)
+    registered = (
+        endpoint.register(
+            episode_id=planned.episode_id,
+            task_id=planned.task_id,
+            arm=planned.arm,
+            repetition=planned.repetition,
+            seed=pair_seed(params.seed, planned.task_id, planned.repetition),
+        )
+        if endpoint is not None
+        else None
+    )
     spec = episode_spec(
         planned,
         run_id=run_dir.run_id,
@@ -88,6 +102,7 @@ def _execute_one(
         seed=params.seed,
         keep_workspace=params.keep_workspaces,
         account_dir=account_dir,
+        endpoint_url=registered.url if registered is not None else None,
     )
     episode_dir = run_dir.episode_dir(planned.episode_id)
     # quoted(): Prefect would otherwise walk these objects looking for futures on every
@@ -111,6 +126,20 @@ def _execute_one(
         )
     finally:
         teardown_episode(q_backend, q_prepared)
+    if endpoint is not None and registered is not None:  # the emulator's ground truth
+        check = endpoint.check_episode(
+            registered,
+            episode_dir,
+            client=profile.client,
+            reader=collected.usage.vector,
+            stdout=measured.outcome.stdout,
+        )
+        if not check.agrees:
+            get_run_logger().warning(
+                "episode %s: usage differs from the emulator's ground truth (%s)",
+                planned.episode_id,
+                episode_dir / "emulator.json",
+            )
     record = episode_record(
         planned,
         run_id=run_dir.run_id,
@@ -148,6 +177,7 @@ def run_pair(
     run_dir: RunDir,
     account_dir: Path | None,
     done: dict[str, EpisodeRecord],
+    endpoint: RunEndpoint | None = None,
 ) -> list[EpisodeRecord]:
     """Run the episodes of one pair strictly in their planned order."""
     records = []
@@ -167,9 +197,25 @@ def run_pair(
                     backend=backend,
                     run_dir=run_dir,
                     account_dir=account_dir,
+                    endpoint=endpoint,
                 )
             )
     return records
+
+
+def open_endpoint(
+    params: EvidenceEvalParams, profile: RunnerProfile, run_dir: RunDir, run_id: str
+) -> RunEndpoint | None:
+    """The run's provider emulator (and Docker run network), for ``endpoint: emulator``."""
+    if profile.endpoint != "emulator" or params.dispatch.mode != "in-process":
+        return None  # work-pool: each run-pair flow run opens its own (flows/run_pair.py)
+    return open_run_endpoint(
+        profile,
+        run_id=run_id,
+        backend_name=params.backend,
+        ledger_dir=run_dir.path / "emulator",
+        settings=params.emulator,
+    )
 
 
 @flow(
@@ -195,7 +241,10 @@ def evidence_eval(params: EvidenceEvalParams) -> dict[str, Any]:
     planned_ids = [e.episode_id for e in schedule.entries]
     planned = set(planned_ids)
     done = {k: v for k, v in run_dir.completed().items() if k in planned}
-    backend = make_backend(params.backend, run_id=run_id)
+    # the provider emulator (and Docker run network) when the profile runs against it
+    endpoint = open_endpoint(params, profile, run_dir, run_id)
+    backend = endpoint.backend if endpoint else make_backend(params.backend, run_id=run_id)
+    profile = endpoint.profile if endpoint else profile
     account_dir = sim_account_dir(Path(params.work_dir), profile)
 
     prog = progress_events.Progress(total=len(planned_ids), skipped=len(done))
@@ -237,6 +286,7 @@ def evidence_eval(params: EvidenceEvalParams) -> dict[str, Any]:
                 backend=backend,
                 run_dir=run_dir,
                 account_dir=account_dir,
+                endpoint=endpoint,
             )
             track(
                 run_quota_block.submit(
@@ -259,26 +309,32 @@ def evidence_eval(params: EvidenceEvalParams) -> dict[str, Any]:
             run_dir=quoted(run_dir),
             account_dir=account_dir,
             done=quoted(done),
+            endpoint=quoted(endpoint),
         )
         track(fut)
 
     queue = list(pending)
-    while queue or running:
-        while queue and len(running) < window:
-            submit(queue.pop(0))
-        finished, _ = concurrent.futures.wait(
-            list(running), return_when=concurrent.futures.FIRST_COMPLETED
-        )
-        for raw in finished:
-            fut = running.pop(raw)
-            for rec in fut.result():
-                if rec.episode_id not in records:
-                    records[rec.episode_id] = rec
-                    prog.done += 1
-                    if not (rec.success and rec.correct):
-                        prog.failed += 1
-            update_progress_artifact(artifact_id=artifact_id, progress=prog.percent())
-            progress_events.notify(prog)
+    try:
+        while queue or running:
+            while queue and len(running) < window:
+                submit(queue.pop(0))
+            finished, _ = concurrent.futures.wait(
+                list(running), return_when=concurrent.futures.FIRST_COMPLETED
+            )
+            for raw in finished:
+                fut = running.pop(raw)
+                for rec in fut.result():
+                    if rec.episode_id not in records:
+                        records[rec.episode_id] = rec
+                        prog.done += 1
+                        if not (rec.success and rec.correct):
+                            prog.failed += 1
+                update_progress_artifact(artifact_id=artifact_id, progress=prog.percent())
+                progress_events.notify(prog)
+    finally:
+        if endpoint is not None:
+            concurrent.futures.wait(list(running))  # never stop the emulator under an episode
+            endpoint.close()
 
     ordered = [records[e] for e in planned_ids if e in records]
     write_quota_intervals(run_dir, schedule)

@@ -7,6 +7,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from flows.dispatch_params import DispatchParams
+from pairlab.core.emulator.run_settings import EmulatorSettings
 
 Arm = Literal["baseline", "optimizer", "retrieval", "full"]
 
@@ -88,6 +89,13 @@ class EvidenceEvalParams(BaseModel):
         gt=0,
         le=86_400,
         description="Quota-aware schedule: length of each interval (must exceed its episodes)",
+    )
+    emulator: EmulatorSettings = Field(
+        default_factory=EmulatorSettings,
+        description=(
+            "Advanced, for profiles that run against the provider emulator: injected faults, "
+            "the scripted model's wrong-solution chance, the account's quota limits"
+        ),
     )
 
     @model_validator(mode="after")

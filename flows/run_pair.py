@@ -4,7 +4,9 @@ Deployed to a work pool (infra/prefect.yaml) and started by the evidence-eval
 flow in ``dispatch.mode="work-pool"`` (flows/dispatch.py). It runs the pair's
 episodes in planned order with the same ``run-pair`` task the in-process mode
 uses, skipping episodes already persisted in the shared run directory, so a
-re-dispatched pair resumes where the crashed attempt stopped.
+re-dispatched pair resumes where the crashed attempt stopped. A profile that runs
+against the provider emulator gets the worker's own emulator for the pair (its quota
+account is the pair's: concurrent use is judged per worker).
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ from flows.dispatch import PAIR_FLOW_NAME, RunPairRequest
 from flows.evidence_eval import run_pair
 from pairlab.adapters.backends.base import make_backend
 from pairlab.adapters.episode_io import load_eval_inputs, sim_account_dir
+from pairlab.adapters.run_endpoint import open_run_endpoint
 from pairlab.adapters.rundir import RunDir
 from pairlab.core.schemas.episode import EpisodeRecord
 
@@ -38,14 +41,33 @@ def run_pair_flow(request: RunPairRequest) -> list[str]:
         len(request.pair),
         len(done),
     )
-    records = run_pair(
-        request.pair,
-        params=params,
-        suite=suite,
-        profile=profile,
-        backend=make_backend(params.backend, run_id=request.run_id),
-        run_dir=run_dir,
-        account_dir=sim_account_dir(work_dir, profile),
-        done=done,
+    # a profile against the provider emulator: this worker's own emulator (and run network)
+    endpoint = (
+        open_run_endpoint(
+            profile,
+            run_id=request.run_id,
+            backend_name=params.backend,
+            ledger_dir=run_dir.path / "emulator",
+            settings=params.emulator,
+        )
+        if profile.endpoint == "emulator"
+        else None
     )
+    try:
+        records = run_pair(
+            request.pair,
+            params=params,
+            suite=suite,
+            profile=endpoint.profile if endpoint else profile,
+            backend=endpoint.backend
+            if endpoint
+            else make_backend(params.backend, run_id=request.run_id),
+            run_dir=run_dir,
+            account_dir=sim_account_dir(work_dir, profile),
+            done=done,
+            endpoint=endpoint,
+        )
+    finally:
+        if endpoint is not None:
+            endpoint.close()
     return [r.episode_id for r in records]

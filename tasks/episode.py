@@ -121,7 +121,7 @@ def collect_and_grade(
     usage = read_episode_usage(profile, files)
     ledger = ingest_ledger(files, episode_dir)
     delivered = ledger.get("observed_returned_tokens") if ledger else None
-    final_answer = extract_final_answer(outcome.stdout)
+    final_answer = extract_final_answer(outcome.stdout, profile.client)
     checks = grade(backend, prepared, task_entry, final_answer, delivered)
     return CollectedEpisode(files=files, usage=usage, ledger=ledger, checks=checks)
 

@@ -55,12 +55,37 @@ class CertifyCheck(_Model):
     detail: str
 
 
+class MatrixRow(_Model):
+    item: str  # a planted item's slug (or the arm's intervention)
+    scope: str  # user | project | arm
+    path: str
+    what: str
+    seen: dict[str, bool]  # column -> did the episode show it
+
+
+class IsolationMatrix(_Model):
+    """Planted item x arm (and x baseline without each isolation flag): what each saw."""
+
+    columns: list[str]
+    rows: list[MatrixRow]
+
+    def render(self) -> list[str]:
+        """The table as markdown lines (``x`` seen, ``-`` not)."""
+        head = ["planted item", "where", *self.columns]
+        lines = ["| " + " | ".join(head) + " |", "|" + " --- |" * len(head)]
+        for row in self.rows:
+            cells = ["x" if row.seen.get(c) else "-" for c in self.columns]
+            lines.append(f"| {row.item} | {row.scope}: {row.path} | " + " | ".join(cells) + " |")
+        return lines
+
+
 class ProfileCertification(_Model):
     client: str
     profile: str
     status: Status
     checks: list[CertifyCheck]
     version: str | None
+    matrix: IsolationMatrix | None = None
 
 
 class CertifyReport(_Model):
@@ -290,7 +315,18 @@ def certify_profile(
 ) -> ProfileCertification:
     checks = [_check_schema(None), _check_quota_probe(profile)]
     version: str | None = None
-    if not profile.live:
+    if profile.certification.level == "live-local":
+        from pairlab.adapters.certify_live import certify_live
+
+        return certify_live(name, profile, backend_name, factory, checks, host_home)
+    if profile.certification.level == "unavailable":
+        checks.append(
+            CertifyCheck(
+                name="availability",
+                passed=True,
+                detail=f"not certified here: {profile.certification.reason}",
+            )
+        )
         checks.append(_check_buildable(profile))
         failed = any(not c.passed for c in checks)
         return ProfileCertification(

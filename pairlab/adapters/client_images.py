@@ -214,6 +214,29 @@ def input_hash(
     return digest.hexdigest()[:12]
 
 
+def build_base_image() -> str:
+    """The local Debian base image (containers/base-image/build.sh; reused when present)."""
+    if _image_exists(DEFAULT_BASE_IMAGE):
+        return DEFAULT_BASE_IMAGE
+    script = REPO_ROOT / "containers" / "base-image" / "build.sh"
+    print(f"pairlab: building the base image {DEFAULT_BASE_IMAGE} (first use)", file=sys.stderr)
+    try:
+        result = subprocess.run(
+            ["bash", str(script)], stdout=subprocess.PIPE, stderr=sys.stderr, text=True, check=False
+        )
+    except FileNotFoundError as exc:
+        raise EnvironmentUnavailable(
+            "bash is needed to build the base image", reason=ReasonCode.DOCKER_UNAVAILABLE
+        ) from exc
+    tag = result.stdout.strip().splitlines()[-1] if result.stdout.strip() else ""
+    if result.returncode != 0 or not tag:
+        raise EnvironmentUnavailable(
+            f"the base image could not be built ({script} exited {result.returncode})",
+            reason=ReasonCode.DOCKER_UNAVAILABLE,
+        )
+    return tag
+
+
 def build_client_image(
     name: str,
     *,

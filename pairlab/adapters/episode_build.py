@@ -31,8 +31,11 @@ def episode_spec(
     account_dir: Path | None,
     extra_env: dict[str, str] | None = None,
     timeout_s: float | None = None,
+    endpoint_url: str | None = None,
 ) -> EpisodeSpec:
-    """The backend's spec for one planned episode (``timeout_s`` None: the profile's)."""
+    """The backend's spec for one planned episode (``timeout_s`` None: the profile's;
+    ``model`` None: the profile's default model; ``endpoint_url``: the episode's base URL
+    on the run's provider emulator)."""
     entry = suite.task(planned.task_id)
     return EpisodeSpec(
         run_id=run_id,
@@ -46,12 +49,13 @@ def episode_spec(
         workspace_subdir=entry.workspace,
         solution_dir=suite.solution_path(entry) if profile.mount_solution else None,
         final_answer=entry.final_answer if profile.mount_solution else None,
-        model=model,
+        model=model or profile.model,
         timeout_s=timeout_s or profile.timeout_s,
         keep_workspace=keep_workspace,
         seed=seed,
         extra_env=dict(extra_env or {}),
         sim_account_dir=account_dir,
+        endpoint_url=endpoint_url,
     )
 
 
@@ -76,7 +80,7 @@ def episode_record(
     """The schema-v2 record of one episode; the suite's exclusion rules applied, usage priced,
     quota consumption per window computed (null + reason unless usable)."""
     entry = suite.task(planned.task_id)
-    model = usage.primary_model or requested_model
+    model = usage.primary_model or requested_model or profile.model
     list_price_usd, catalog_version = price_episode(
         profile, model, outcome.started_at, usage.vector, usage.api_calls
     )

@@ -52,7 +52,12 @@ def snapshot_quota(profile: RunnerProfile, account_dir: Path | None) -> list[Quo
 
 
 def concurrency_mark(profile: RunnerProfile, account_dir: Path | None) -> int | None:
-    """Where the account keeps a charge log (the simulator's), its counter now; else None."""
+    """Where the account keeps a charge log (the simulator's, the provider emulator's), its
+    counter now; else None."""
+    if profile.quota.charge_log_url is not None:
+        from pairlab.adapters.quota.emulator_account import charge_mark as emulator_mark
+
+        return emulator_mark(profile.quota.charge_log_url)
     if profile.quota.probe != "sim" or account_dir is None:
         return None
     from pairlab.adapters.quota.sim_account import charge_mark
@@ -69,9 +74,15 @@ def assess_concurrent_use(
 ) -> ConcurrentUse:
     """Did anything else consume the account between the two marks?
 
-    The simulator's account: its charge log decides (ground truth; the operator's
-    assertion is not needed). Any other account: the operator's assertion from the
-    run parameters, unknown when there is none."""
+    The simulator's or the provider emulator's account: its charge log decides (ground
+    truth; the operator's assertion is not needed). Any other account: the operator's
+    assertion from the run parameters, unknown when there is none."""
+    if profile.quota.charge_log_url is not None:
+        from pairlab.adapters.quota.emulator_account import assess_from_emulator
+
+        return assess_from_emulator(
+            profile.quota.charge_log_url, marks[0], marks[1], own_episode_ids
+        )
     if profile.quota.probe == "sim" and account_dir is not None:
         from pairlab.adapters.quota.sim_account import assess_from_log
 
@@ -143,7 +154,13 @@ def ingest_ledger(collected: CollectedFiles, episode_dir: Path) -> dict[str, int
     return ledger_totals(db)
 
 
-def extract_final_answer(stdout: str) -> str | None:
+def extract_final_answer(stdout: str, client: str | None = None) -> str | None:
+    """The agent's final answer: the real CLIs' own result (Claude's ``result`` object,
+    Codex's last ``agent_message``), else the simulator's ``FINAL ANSWER:`` line."""
+    if client in ("claude", "codex"):
+        from pairlab.adapters.cli_output import claude_final_answer, codex_final_answer
+
+        return (claude_final_answer if client == "claude" else codex_final_answer)(stdout)
     matches = FINAL_ANSWER.findall(stdout)
     return matches[-1].strip() if matches else None
 

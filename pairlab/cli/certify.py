@@ -45,5 +45,9 @@ def register(app: typer.Typer) -> None:
                 for check in result.checks:
                     mark = "ok  " if check.passed else "FAIL"
                     typer.echo(f"  {mark} {check.name}: {check.detail}")
+                if result.matrix is not None:
+                    typer.echo("  what each episode saw (x = seen):")
+                    for line in result.matrix.render():
+                        typer.echo(f"    {line}")
             typer.echo("certify: " + ("passed" if report.passed else "FAILED"))
         raise typer.Exit(0 if report.passed else 1)

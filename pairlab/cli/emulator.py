@@ -29,14 +29,15 @@ emulator_app = typer.Typer(
 
 def _parse_fault(text: str) -> dict[str, object]:
     """``KIND@INDEX`` (e.g. ``rate-limit-429@1``, ``cut-stream@2``)."""
-    kind, sep, index = text.partition("@")
-    if not sep or not index.isdigit():
+    from pairlab.core.emulator.run_settings import parse_fault_rule
+
+    rule = parse_fault_rule(text)
+    if rule.task_id or rule.arm or rule.repetition is not None:
         raise InvalidInputError(
-            f"fault '{text}' must be KIND@REQUEST_INDEX (kinds: rate-limit-429, "
-            "overloaded-529, cut-stream)",
+            f"fault '{text}' must be KIND@REQUEST_INDEX here (one episode)",
             reason=ReasonCode.INVALID_INPUT,
         )
-    return {"kind": kind, "at_request": int(index)}
+    return rule.fault.model_dump(mode="json")
 
 
 @emulator_app.command("serve")

@@ -82,27 +82,54 @@ def run_one_episode(
         pair_id=pair_id,
         episode_id=make_episode_id(pair_id, arm),
     )
-    spec = episode_spec(
-        planned,
-        run_id=run_id,
-        suite=suite,
-        profile=profile,
-        model=model,
-        seed=seed,
-        keep_workspace=keep,
-        account_dir=account,
-        timeout_s=timeout_s,
-    )
-    backend = make_backend(backend_name, run_id=run_id)
-    prepared = backend.prepare(spec)
+    endpoint = None
+    if profile.endpoint == "emulator":  # the provider emulator, for this one episode
+        from pairlab.adapters.run_endpoint import open_run_endpoint
+
+        endpoint = open_run_endpoint(
+            profile, run_id=run_id, backend_name=backend_name, ledger_dir=out / "emulator"
+        )
     try:
-        outcome = backend.run(prepared)
-        collected = backend.collect(prepared, out / "collected")
-        final_answer = extract_final_answer(outcome.stdout)
-        delivered, ledger_error = _delivered_tokens(collected, out)
-        checks = grade(backend, prepared, task, final_answer, delivered)
+        registered = (
+            endpoint.register(
+                episode_id=planned.episode_id, task_id=task.id, arm=arm, repetition=0, seed=seed
+            )
+            if endpoint is not None
+            else None
+        )
+        spec = episode_spec(
+            planned,
+            run_id=run_id,
+            suite=suite,
+            profile=endpoint.profile if endpoint else profile,
+            model=model,
+            seed=seed,
+            keep_workspace=keep,
+            account_dir=account,
+            timeout_s=timeout_s,
+            endpoint_url=registered.url if registered else None,
+        )
+        backend = endpoint.backend if endpoint else make_backend(backend_name, run_id=run_id)
+        prepared = backend.prepare(spec)
+        try:
+            outcome = backend.run(prepared)
+            collected = backend.collect(prepared, out / "collected")
+            final_answer = extract_final_answer(outcome.stdout, profile.client)
+            delivered, ledger_error = _delivered_tokens(collected, out)
+            checks = grade(backend, prepared, task, final_answer, delivered)
+        finally:
+            backend.cleanup(prepared)
+        truth = None
+        if endpoint is not None and registered is not None:
+            from pairlab.adapters.episode_io import read_episode_usage
+
+            usage = read_episode_usage(profile, collected)
+            truth = endpoint.check_episode(
+                registered, out, client=profile.client, reader=usage.vector, stdout=outcome.stdout
+            ).to_json()
     finally:
-        backend.cleanup(prepared)
+        if endpoint is not None:
+            endpoint.close()
     passed = bool(checks) and all(c.passed is True for c in checks)
     return {
         "run_id": run_id,
@@ -134,6 +161,7 @@ def run_one_episode(
             "files": [f.model_dump() for f in collected.files],
         },
         "grader_checks": [c.model_dump(mode="json") for c in checks],
+        "ground_truth": truth,
         "kept": keep,
         "workspace": prepared.mounts.get("workspace") if keep else None,
         "passed": passed,
@@ -156,6 +184,13 @@ def _print_human(result: dict[str, Any]) -> None:
     for check in result["grader_checks"]:
         mark = {True: "pass", False: "FAIL", None: "n/a "}[check["passed"]]
         typer.echo(f"  grader {mark} {check['name']} ({check['kind']}): {check['detail']}")
+    truth = result.get("ground_truth")
+    if truth is not None:
+        verdict = "equals" if truth["agrees"] else "DIFFERS FROM"
+        typer.echo(
+            f"  usage (reader and the CLI's own) {verdict} the emulator's ground truth: "
+            f"{truth['truth']} ({truth['requests']} requests)"
+        )
     if result["kept"]:
         typer.echo(f"  kept workspace: {result['workspace']}")
 

@@ -30,6 +30,9 @@ def _quiet_prefect() -> None:
 
 
 def _run_eval(params: Any, *, show_progress: bool) -> dict[str, Any]:
+    from pairlab.adapters.profiles import load_named_profile
+
+    load_named_profile(params.profile)  # an unknown or refused profile: exit 2, before any flow
     _quiet_prefect()
     from pairlab.adapters import progress as progress_events
 
@@ -125,6 +128,20 @@ def _assertion(value: str) -> bool | None:
     return choices[value]
 
 
+DEMO_PROFILE = "claude"
+
+
+def _demo_client(profile: str) -> str:
+    from pairlab.adapters.profiles import load_named_profile
+
+    loaded = load_named_profile(profile)
+    if loaded.endpoint == "emulator":
+        return f"the real {loaded.client} {loaded.version or ''} against the provider emulator"
+    if loaded.certification.level == "simulator":
+        return "the simulated client"
+    return f"{loaded.client}"
+
+
 def register(app: typer.Typer) -> None:
     @app.command("eval")
     def eval_cmd(
@@ -182,10 +199,31 @@ def register(app: typer.Typer) -> None:
         quota_interval_s: Annotated[
             float, typer.Option(help="Length of each scheduled quota interval, seconds")
         ] = 120.0,
+        emulator_fault: Annotated[
+            list[str] | None,
+            typer.Option(
+                "--emulator-fault",
+                hidden=True,
+                help="Advanced (emulator profiles): inject a fault, "
+                "KIND@REQUEST[:TASK[:ARM[:REPETITION]]], repeatable",
+            ),
+        ] = None,
+        emulator_wrong_probability: Annotated[
+            float | None,
+            typer.Option(
+                hidden=True,
+                help="Advanced (emulator profiles): the scripted model's wrong-solution chance",
+            ),
+        ] = None,
         as_json: Annotated[bool, typer.Option("--json", help="Print a JSON summary")] = False,
     ) -> None:
         """Run the evidence-eval flow on the embedded defaults (no server needed)."""
         from flows.params import EvidenceEvalParams
+        from pairlab.core.emulator.run_settings import EmulatorSettings, parse_fault_rule
+
+        emulator: dict[str, Any] = {"faults": [parse_fault_rule(f) for f in emulator_fault or []]}
+        if emulator_wrong_probability is not None:
+            emulator["wrong_probability"] = emulator_wrong_probability
 
         params = _params(
             EvidenceEvalParams,
@@ -209,6 +247,7 @@ def register(app: typer.Typer) -> None:
             unrelated_concurrent_use=_assertion(concurrent_use),
             quota_interval_episodes=quota_interval_episodes,
             quota_interval_s=quota_interval_s,
+            emulator=_params(EmulatorSettings, **emulator),
         )
         result = _run_eval(params, show_progress=not as_json and sys.stderr.isatty())
         _print_result(result, as_json)
@@ -218,18 +257,31 @@ def register(app: typer.Typer) -> None:
         store: Annotated[str, typer.Option(help="Where the report goes")] = "pairlab-store",
         repetitions: Annotated[int, typer.Option(min=1)] = 5,
         backend: Annotated[str, typer.Option(help="local or docker")] = "local",
+        profile: Annotated[
+            str,
+            typer.Option(
+                help="claude or codex (the real CLI against the provider emulator), "
+                "sim (the simulated client)"
+            ),
+        ] = DEMO_PROFILE,
         as_json: Annotated[bool, typer.Option("--json")] = False,
     ) -> None:
-        """The README main job: a complete 4-arm evaluation of the catalog with the simulator."""
+        """The README main job: a complete 4-arm evaluation of the core suite with the real
+        Claude Code against the provider emulator (``--profile sim``: the simulator)."""
         from flows.params import EvidenceEvalParams
 
-        params = EvidenceEvalParams(
-            repetitions=repetitions, store=store, backend=backend, concurrency=2
+        params = _params(
+            EvidenceEvalParams,
+            profile=profile,
+            repetitions=repetitions,
+            store=store,
+            backend=backend,
+            concurrency=2,
         )
         if not as_json:
             typer.echo(
-                f"pairlab demo: suite 'core' × 4 arms × {repetitions} repetitions with the simulated client "
-                f"({backend} backend)"
+                f"pairlab demo: suite 'core' × 4 arms × {repetitions} repetitions with "
+                f"{_demo_client(profile)} ({backend} backend)"
             )
         result = _run_eval(params, show_progress=not as_json)
         _print_result(result, as_json)

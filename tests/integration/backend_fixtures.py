@@ -87,6 +87,7 @@ def shell_profile(
         },
         "usage": {"reader": "claude", "paths": [".claude/projects/**/*.jsonl"]},
         "quota": {"probe": "none"},
+        "certification": {"level": "simulator"},
         "resources": {"cpus": 1.0, "memory_mb": memory_mb, "pids": 64},
         "network": "none",
     }

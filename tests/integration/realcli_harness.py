@@ -2,15 +2,15 @@
 
 Each episode is a real local-backend episode (fresh HOME/CODEX_HOME, allowlisted
 environment, PATH from ``agent_path`` so the profile command is just ``claude`` or
-``codex``), with the command lines of shared/REAL-CLIS.md. The runner profiles in
-``runner_profiles/`` are rewritten by issue 14 item 5; these test profiles carry only
-what the emulator tests need.
+``codex``), with the command lines of shared/REAL-CLIS.md; treated arms reach the real
+reference intervention (``token-optimizer mcp``) wired as ``intervention_wiring`` renders
+it. These test profiles carry only what the emulator tests need (the runner profiles in
+``runner_profiles/`` are what runs use; tests/integration/test_certify_real_clis.py
+certifies them).
 """
 
 from __future__ import annotations
 
-import json
-import sys
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
@@ -27,6 +27,11 @@ from pairlab.adapters.cli_output import (
 )
 from pairlab.adapters.emulator import EpisodeHandle, EpisodeRegistration, Fault, ProviderEmulator
 from pairlab.adapters.grading import grade
+from pairlab.adapters.intervention_wiring import (
+    EMPTY_CLAUDE_MCP_CONFIG,
+    claude_mcp_config_json,
+    codex_arm_args,
+)
 from pairlab.adapters.real_clis import CLAUDE_PRINT_FLAGS, CODEX_EXEC_FLAGS, resolve_cli
 from pairlab.adapters.usage import read_usage
 from pairlab.adapters.usage.base import UsageReport
@@ -36,12 +41,12 @@ from pairlab.core.schemas.catalog import TaskEntry
 from pairlab.core.schemas.episode import GraderCheck
 from pairlab.core.schemas.profile import RunnerProfile
 from pairlab.core.schemas.usage import UsageVector
-from tests.support import CATALOG_DIR, REPO_ROOT, require
+from tests.support import CATALOG_DIR, require
 
 Cli = Literal["claude", "codex"]
-STAND_IN = REPO_ROOT / "tests" / "mcp_stand_in.py"
 EPISODE_TIMEOUT_S = 240.0
 CODEX_MODEL = "gpt-5.5"
+TRACE = "token-optimizer-trace.jsonl"  # the intervention's own record of every JSON-RPC line
 
 
 def require_cli(cli: Cli) -> None:
@@ -53,23 +58,20 @@ def require_cli(cli: Cli) -> None:
 
 
 def _claude_mcp_config(arm: str) -> str:
-    if arm == "baseline":
-        return json.dumps({"mcpServers": {}})
-    server = {"command": sys.executable, "args": [str(STAND_IN)]}
-    return json.dumps({"mcpServers": {"token-optimizer": server}})
-
-
-def _codex_mcp_args() -> list[str]:
-    forwarded = '["TOKEN_OPTIMIZER_EXPERIMENT_ARM","PAIRLAB_WORKSPACE","PAIRLAB_STATE_DIR","PREVIEW_THRESHOLD_TOKENS"]'
-    server = f'{{command="{sys.executable}",args=["{STAND_IN}"],env_vars={forwarded}}}'
-    return ["-c", f"mcp_servers.token-optimizer={server}"]
+    """The reference intervention (``token-optimizer mcp``) as treated arms wire it."""
+    return EMPTY_CLAUDE_MCP_CONFIG if arm == "baseline" else claude_mcp_config_json()
 
 
 def episode_profile(
     cli: Cli, handle: EpisodeHandle, *, with_mcp: bool, preview_tokens: int
 ) -> RunnerProfile:
     """A profile for one episode (Codex's provider override names the episode's URL)."""
-    env = {"PREVIEW_THRESHOLD_TOKENS": str(preview_tokens), "TMPDIR": "{state}"}
+    env = {
+        "TOKEN_OPTIMIZER_PREVIEW_THRESHOLD_TOKENS": str(preview_tokens),
+        "TOKEN_OPTIMIZER_PREVIEW_HEAD_TOKENS": str(max(1, preview_tokens // 2)),
+        "TOKEN_OPTIMIZER_TRACE": "{state}/" + TRACE,
+        "TMPDIR": "{state}",
+    }
     if cli == "claude":
         env.update({"IS_SANDBOX": "1", "CLAUDE_CODE_TMPDIR": "{state}", "TERM": "dumb"})
         args = ["-p", "{prompt}", *CLAUDE_PRINT_FLAGS]
@@ -84,7 +86,7 @@ def episode_profile(
         usage_paths = [".claude/projects/**/*.jsonl"]
     else:
         args = [*CODEX_EXEC_FLAGS, "-m", CODEX_MODEL, *handle.codex_args(), "{prompt}"]
-        mcp = _codex_mcp_args() if with_mcp else []
+        mcp = codex_arm_args() if with_mcp else []
         arm_args = {
             "baseline": ["-c", "project_doc_max_bytes=0"],
             "optimizer": ["-c", "project_doc_max_bytes=0", *mcp],
@@ -105,6 +107,7 @@ def episode_profile(
         },
         usage={"reader": cli, "paths": usage_paths},
         quota={"probe": "none"},
+        certification={"level": "live-local"},
         timeout_s=EPISODE_TIMEOUT_S,
     )
 
@@ -179,6 +182,7 @@ def run_cli_episode(
     with_mcp: bool = False,
     preview_tokens: int = 600,
     account: str = "default",
+    catalog: Path = CATALOG_DIR,
 ) -> CliEpisode:
     require_cli(cli)
     handle = emulator.register_episode(
@@ -201,7 +205,7 @@ def run_cli_episode(
         arm=arm,
         prompt=task.prompt,
         profile=profile,
-        fixture_dir=CATALOG_DIR / "fixtures" / task.fixture,
+        fixture_dir=catalog / "fixtures" / task.fixture,
         workspace_subdir=task.workspace,
         timeout_s=EPISODE_TIMEOUT_S,
         seed=seed,

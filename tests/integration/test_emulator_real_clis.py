@@ -9,12 +9,16 @@ result usage, Codex's ``turn.completed``).
 
 from __future__ import annotations
 
+import json
+import shutil
+from pathlib import Path
+
 import pytest
 
 from pairlab.adapters.backends.local import LocalBackend
 from pairlab.adapters.emulator import ProviderEmulator
 from pairlab.core.schemas.catalog import TaskEntry, load_suite
-from tests.integration.realcli_harness import Cli, CliEpisode, run_cli_episode
+from tests.integration.realcli_harness import TRACE, Cli, CliEpisode, run_cli_episode
 from tests.support import CATALOG_DIR
 
 pytestmark = pytest.mark.realcli
@@ -69,6 +73,14 @@ def test_scripted_solution_passes_and_wrong_variant_fails(
         backend.cleanup(episode.prepared)
 
 
+def tools_called(trace: Path) -> list[str]:
+    """The tools/call requests the intervention received (its TOKEN_OPTIMIZER_TRACE)."""
+    if not trace.exists():
+        return []
+    lines = [json.loads(e["line"]) for e in map(json.loads, trace.read_text().splitlines())]
+    return [m["params"]["name"] for m in lines if m.get("method") == "tools/call"]
+
+
 def _workspace_files(episode: CliEpisode) -> dict[str, str]:
     return {
         p.relative_to(episode.workspace).as_posix(): p.read_text()
@@ -77,31 +89,80 @@ def _workspace_files(episode: CliEpisode) -> dict[str, str]:
     }
 
 
+# Long enough that the reference intervention previews them (600 cl100k tokens by default).
+PADDING = "".join(
+    f"# note {i}: totals are computed in cents and rounded half-even at the end\n"
+    for i in range(60)
+)
+
+
+@pytest.fixture(scope="module")
+def big_catalog(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The catalog with billing-app's modules padded (fixture and solution alike), so each
+    file refactor-rename-total edits comes back as a preview the model must expand."""
+    root = tmp_path_factory.mktemp("catalog") / "catalog"
+    shutil.copytree(CATALOG_DIR, root)
+    for tree in ("fixtures", "solutions"):
+        for module in (root / tree / "billing-app" / "billing").glob("*.py"):
+            if module.name != "__init__.py":
+                module.write_text(module.read_text() + PADDING)
+    return root
+
+
+@pytest.fixture(scope="module")
+def big_emulator(tmp_path_factory: pytest.TempPathFactory, big_catalog: Path):  # type: ignore[no-untyped-def]
+    with ProviderEmulator(tmp_path_factory.mktemp("big-ledgers"), catalog_dir=big_catalog) as emu:
+        yield emu
+
+
 @pytest.mark.parametrize("cli", CLIS)
 def test_treated_arm_reaches_the_intervention_and_the_baseline_cannot(
-    emulator: ProviderEmulator, backend: LocalBackend, cli: Cli
+    big_emulator: ProviderEmulator, big_catalog: Path, backend: LocalBackend, cli: Cli
 ) -> None:
     task = TASKS["refactor-rename-total"]
-    # a tiny preview threshold: every file comes back as a preview that must be expanded
-    treated = run_cli_episode(
-        emulator, backend, cli, task, seed=5, arm="optimizer", with_mcp=True, preview_tokens=20
-    )
-    baseline = run_cli_episode(
-        emulator, backend, cli, task, seed=5, arm="baseline", with_mcp=True, preview_tokens=20
-    )
+    episodes = {
+        arm: run_cli_episode(
+            big_emulator,
+            backend,
+            cli,
+            task,
+            seed=5,
+            arm=arm,
+            with_mcp=True,
+            preview_tokens=600,
+            catalog=big_catalog,
+        )
+        for arm in ("optimizer", "baseline")
+    }
+    treated, baseline = episodes["optimizer"], episodes["baseline"]
     actions = [r.turn.action for r in treated.rows() if r.turn]
     prefix = "mcp__token-optimizer__" if cli == "claude" else "mcp__token_optimizer/"
     search = "ToolSearch" if cli == "claude" else "tool_search"
     assert actions[0] == search, actions  # the CLI defers MCP tools behind its tool search
-    assert f"{prefix}read_file" in actions and f"{prefix}expand" in actions, actions
-    calls = (treated.state / "mcp-calls.jsonl").read_text().splitlines()
+    edited = [c for c in task_changes(big_catalog, task.id) if c]
+    assert actions.count(f"{prefix}expand") == len(edited), actions  # each edited file
+    assert actions.count(f"{prefix}read_file") >= len(edited)
+    # the intervention's own trace: one tools/call per MCP call the model made; a ledger row
+    # per preview and per expansion (the edited files are all previewed, then expanded)
+    calls = tools_called(treated.state / TRACE)
     assert len(calls) == sum(a.startswith(prefix) for a in actions)
+    ledger = [
+        json.loads(line) for line in (treated.state / "mcp-ledger.jsonl").read_text().splitlines()
+    ]
+    assert sorted(r["kind"] for r in ledger if r["tool"] == "expand") == ["expansion"] * len(edited)
     assert all(c.passed for c in treated.grade())
     assert_usage_matches_truth(treated)
     # the baseline's server exposes no tools: nothing deferred, nothing called
     base_actions = [r.turn.action for r in baseline.rows() if r.turn]
     assert not any(prefix in a or a == search for a in base_actions), base_actions
     assert not any(prefix.rstrip("/_") in name for r in baseline.rows() for name in r.tools_offered)
-    assert not (baseline.state / "mcp-calls.jsonl").exists()
+    assert tools_called(baseline.state / TRACE) == []  # started, offering nothing
+    assert not (baseline.state / "mcp-ledger.jsonl").exists()
     assert all(c.passed for c in baseline.grade())
     assert _workspace_files(treated) == _workspace_files(baseline)
+
+
+def task_changes(catalog: Path, task_id: str) -> list[str]:
+    from pairlab.adapters.emulator.catalog_scripts import task_script
+
+    return [c.path for c in task_script(task_id, catalog).changes if c.before is not None]

@@ -221,3 +221,20 @@ def test_replacement_widens_until_unique_and_patches_mark_a_missing_final_newlin
     assert "x\ny\nx\n".count(dup_old) == 1
     patch = apply_patch_text([FileChange("f.txt", "one\ntwo", "one\nthree")])
     assert patch.endswith("+three\n*** End of File\n*** End Patch\n")
+
+
+def test_a_preview_read_only_for_context_is_not_expanded() -> None:
+    """The README is read for context (seed 0 draws it): its preview stays a preview; only
+    the file the solution edits is expanded before the edit."""
+    task = task_script("navigate-legacy-parse", CATALOG_DIR)
+    assert task.readme == "README.md" and len(task.changes) == 1
+    deferred = frozenset({"mcp__token-optimizer__read_file", "mcp__token-optimizer__expand"})
+    preview = "first lines...\nexpansion reference: sha256:" + "b" * 64
+    turns = play(task, claude_conv(deferred=deferred), seed=0, answer=lambda call: preview)
+    calls = [t.call for t in turns if t.call]
+    reads = [c.arguments["path"] for c in calls if c.name == "mcp__token-optimizer__read_file"]
+    assert reads == ["README.md", task.changes[0].path]
+    expands = [c for c in calls if c.name == "mcp__token-optimizer__expand"]
+    assert len(expands) == 1  # the edited file only
+    index = calls.index(expands[0])
+    assert calls[index - 1].arguments == {"path": task.changes[0].path}

@@ -27,6 +27,7 @@ VALID: dict[str, Any] = {
     },
     "usage": {"reader": "claude", "paths": [".claude/projects/**/*.jsonl"]},
     "quota": {"probe": "sim"},
+    "certification": {"level": "simulator"},
 }
 
 

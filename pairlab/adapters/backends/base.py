@@ -52,6 +52,8 @@ class EpisodeSpec(_Model):
     seed: int = 0
     extra_env: dict[str, str] = Field(default_factory=dict)
     sim_account_dir: Path | None = None
+    # the episode's base URL on the provider emulator, as the agent reaches it ({emulatorUrl})
+    endpoint_url: str | None = None
 
     @property
     def is_treated(self) -> bool:

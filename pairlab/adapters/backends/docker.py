@@ -319,7 +319,9 @@ class DockerBackend:
             solution=SOLUTION_MOUNT if solution is not None else None,
             account=ACCOUNT_MOUNT if spec.sim_account_dir is not None else None,
         )
-        env, secret_env = build_env(spec, paths, self.host_env, skip_host=HOST_ONLY_VARS)
+        env, secret_env = build_env(
+            spec, paths, self.host_env, skip_host=HOST_ONLY_VARS, as_root=self.user[0] == 0
+        )
         argv = build_argv(spec, workdir)
         volumes: dict[str, str] = {}
         container: Any = None

@@ -13,8 +13,12 @@ the agent the host's config: the backend does what the profile says, and the
 isolation probe of ``pairlab certify`` is what catches such a profile.
 
 Profile and treatment env values may name this episode's directories with
-``{home}``, ``{state}``, ``{graph}`` and ``{workspace}`` (they differ between
-backends), e.g. Copilot's OpenTelemetry file path under the episode HOME.
+``{home}``, ``{state}``, ``{graph}``, ``{workspace}`` and ``{tmp}`` (a fresh
+temporary directory inside the episode HOME; they differ between backends), e.g.
+Copilot's OpenTelemetry file path under the episode HOME. ``{emulatorUrl}`` (in args
+and env) is the episode's base URL on the provider emulator a run started for a
+profile with ``endpoint: emulator`` (``EpisodeSpec.endpoint_url``, as the agent
+reaches it). ``root_env`` is added only when the agent runs as root.
 """
 
 from __future__ import annotations
@@ -28,13 +32,27 @@ from pathlib import Path
 from pairlab.adapters.backends.base import EpisodeSpec
 from pairlab.core.errors import ExecutionError, ReasonCode
 
-_PLACEHOLDER = re.compile(r"\{(prompt|workspace|arm|taskId|pairId|model)\}")
+_PLACEHOLDER = re.compile(r"\{(prompt|workspace|arm|taskId|pairId|model|emulatorUrl)\}")
 
 # Config dirs every client reads, pointed into the fresh HOME (CLIENTS.md).
 CLIENT_CONFIG_SUBDIRS = (".claude", ".codex", ".gemini", ".copilot")
+# The episode's own temporary directory ({tmp}), inside its HOME.
+EPISODE_TMP_SUBDIR = ".tmp"
 # Placeholders a profile's env values may use: where this episode's directories are
 # (which differ between backends). Anything else in braces is left as written.
-_ENV_PLACEHOLDER = re.compile(r"\{(home|state|graph|workspace)\}")
+_ENV_PLACEHOLDER = re.compile(r"\{(home|state|graph|workspace|tmp|emulatorUrl)\}")
+EMULATOR_PLACEHOLDER = "{emulatorUrl}"
+
+
+def _endpoint_url(spec: EpisodeSpec) -> str:
+    if spec.endpoint_url is None:
+        raise ExecutionError(
+            f"profile '{spec.profile.client}' talks to the provider emulator ({EMULATOR_PLACEHOLDER}) "
+            "but this episode has no emulator endpoint: run it with `pairlab eval`, "
+            "`pairlab episode run` or `pairlab certify`, which start one",
+            reason=ReasonCode.INVALID_PROFILE,
+        )
+    return spec.endpoint_url
 
 
 @dataclass(frozen=True)
@@ -81,6 +99,8 @@ def build_argv(spec: EpisodeSpec, workdir: str) -> list[str]:
         "pairId": spec.pair_id,
         "model": spec.model or "",
     }
+    if any(EMULATOR_PLACEHOLDER in part for part in parts):
+        values["emulatorUrl"] = _endpoint_url(spec)
     return [_PLACEHOLDER.sub(lambda m: values[m.group(1)], part) for part in parts]
 
 
@@ -90,6 +110,7 @@ def build_env(
     host_env: Mapping[str, str],
     *,
     skip_host: frozenset[str] = frozenset(),
+    as_root: bool = False,
 ) -> tuple[dict[str, str], dict[str, str]]:
     """Return ``(recorded_env, secret_env)``; only the first may ever be written anywhere."""
     profile = spec.profile
@@ -104,11 +125,17 @@ def build_env(
             env[name] = host_env[name]
     places = {"home": paths.home, "state": paths.state, "graph": paths.graph}
     places["workspace"] = paths.workdir
+    places["tmp"] = f"{paths.home}/{EPISODE_TMP_SUBDIR}"
+
+    def place(name: str) -> str:
+        return _endpoint_url(spec) if name == "emulatorUrl" else places[name]
 
     def expand(values: Mapping[str, str]) -> dict[str, str]:
-        return {k: _ENV_PLACEHOLDER.sub(lambda m: places[m.group(1)], v) for k, v in values.items()}
+        return {k: _ENV_PLACEHOLDER.sub(lambda m: place(m.group(1)), v) for k, v in values.items()}
 
     env.update(expand(profile.env))
+    if as_root:
+        env.update(expand(profile.root_env))
     if spec.is_treated:
         env.update(expand(profile.treatment.env))
     env.update(spec.extra_env)
@@ -150,8 +177,8 @@ def workspace_subdir(spec: EpisodeSpec) -> str:
 
 
 def seed_home(spec: EpisodeSpec, home: Path) -> None:
-    """Create the client config dirs; treated arms also get the profile's home seed."""
-    for sub in CLIENT_CONFIG_SUBDIRS:
+    """Create the client config dirs and ``{tmp}``; treated arms also get the profile's home seed."""
+    for sub in (*CLIENT_CONFIG_SUBDIRS, EPISODE_TMP_SUBDIR):
         (home / sub).mkdir(parents=True, exist_ok=True)
     seed = spec.profile.treatment.home_seed
     if not spec.is_treated or seed is None:

@@ -138,7 +138,7 @@ class LocalBackend:
             )
             if spec.sim_account_dir is not None:
                 spec.sim_account_dir.mkdir(parents=True, exist_ok=True)
-            env, secrets = build_env(spec, paths, self.host_env)
+            env, secrets = build_env(spec, paths, self.host_env, as_root=os.geteuid() == 0)
             env["PATH"] = agent_path(env.get("PATH"))
             argv = build_argv(spec, paths.workdir)
         except BaseException:

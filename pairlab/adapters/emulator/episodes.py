@@ -39,6 +39,9 @@ class Account:
     quota: AccountQuota
     anthropic_cache: AnthropicPromptCache = field(default_factory=AnthropicPromptCache)
     openai_cache: OpenAIPromptCache = field(default_factory=OpenAIPromptCache)
+    # every charge to the quota, in order: the episode that made it (its platform episode id,
+    # else its token) -- the ground truth for "did anything else use the account meanwhile"
+    charges: list[str] = field(default_factory=list)
 
 
 @dataclass

@@ -65,6 +65,7 @@ class Incoming:
     path: str  # without the query string
     headers: Mapping[str, str]  # lower-cased names
     body: bytes
+    query: str = ""  # the raw query string (the admin API reads it)
 
 
 @dataclass
@@ -210,6 +211,9 @@ class ModelApi:
                 now = self.clock()
                 quota = call.account.quota
                 after = quota.charge(call.provider, usage, now) if usage else quota.snapshot(now)
+                if usage:
+                    episode = call.episode
+                    call.account.charges.append(episode.registration.episode_id or episode.token)
             self._write(
                 call,
                 status=reply.status,

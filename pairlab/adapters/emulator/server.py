@@ -66,7 +66,8 @@ class _Handler(BaseHTTPRequestHandler):
             return None
         body = self.rfile.read(length) if length else b""
         headers = {k.lower(): v for k, v in self.headers.items()}
-        return Incoming(self.command, urlsplit(self.path).path, headers, body)
+        url = urlsplit(self.path)
+        return Incoming(self.command, url.path, headers, body, url.query)
 
     def _serve(self) -> None:
         incoming = self._incoming()
@@ -228,6 +229,13 @@ class ProviderEmulator:
         shown = name if ":" not in name else f"[{name}]"
         return f"http://{shown}:{port}"
 
+    @property
+    def bound_port(self) -> int:
+        """The TCP port the emulator listens on (the one chosen when started with port 0)."""
+        if self._server is None:
+            raise RuntimeError("the emulator is not started")
+        return int(self._server.server_address[1])
+
     def start(self) -> ProviderEmulator:
         try:
             self._server = _Server((self.host, self.port), self.service)
@@ -269,6 +277,14 @@ class ProviderEmulator:
 
     def __exit__(self, *exc: object) -> None:
         self.stop()
+
+    def charge_mark(self, account: str) -> int:
+        """The account's charge counter now (0 before its first charge)."""
+        return self.service.charge_mark(account)
+
+    def charged_between(self, account: str, start: int, end: int) -> list[str]:
+        """Tokens of the episodes whose charges are numbered ``start < n <= end``."""
+        return self.service.charged_between(account, start, end)
 
     def register_episode(
         self, registration: EpisodeRegistration, token: str | None = None

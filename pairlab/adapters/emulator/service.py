@@ -13,6 +13,7 @@ episode: ``ANTHROPIC_BASE_URL=http://H:P/e/<token>``, Codex
 | GET | ``/e/<t>/backend-api/wham/usage``, ``/a/<account>/backend-api/wham/usage`` | Codex usage (quota) |
 | POST | ``/admin/episodes`` | register an episode (JSON :class:`EpisodeRegistration`, optional ``token``) |
 | GET | ``/admin/episodes/<t>`` | an episode's summary and ground truth |
+| GET | ``/admin/accounts/<a>/charges?after=N`` | the account's charge counter; episodes charged after N |
 | GET | ``/healthz`` | liveness |
 
 Anything else gets the provider's 404 shape and a ledger row (the episode's, or
@@ -28,6 +29,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
+from urllib.parse import parse_qs
 
 from pydantic import ValidationError
 
@@ -52,6 +54,7 @@ from pairlab.core.errors import InvalidInputError, ReasonCode
 
 _COUNT_MEMO_MAX = 65_536
 IDLE_WAIT_S = 10.0
+_CHARGES_ROUTE = ["admin", "accounts", "charges"]  # /admin/accounts/<name>/charges
 
 
 def _memo_counter(count: Callable[[str], int]) -> Callable[[str], int]:
@@ -171,6 +174,24 @@ class EmulatorService:
                 self._accounts[name] = new_account(name, None)
             return self._accounts[name]
 
+    def open_account(self, account: str) -> None:
+        """Start the account's quota windows now, as on an account already in use (a fresh
+        account's windows start at its first request, and until then state no reset)."""
+        with self._lock:
+            self._accounts.setdefault(account, new_account(account, None)).quota.open(self.clock())
+
+    def charge_mark(self, account: str) -> int:
+        """How many charges the account has had so far (a mark to bracket an interval)."""
+        with self._lock:
+            found = self._accounts.get(account)
+            return len(found.charges) if found else 0
+
+    def charged_between(self, account: str, start: int, end: int) -> list[str]:
+        """The episode tokens of the account's charges numbered ``start < n <= end``."""
+        with self._lock:
+            found = self._accounts.get(account)
+            return list(found.charges[start:end]) if found else []
+
     # -- routing -----------------------------------------------------------------
     def handle(self, req: Incoming) -> Reply:
         parts = [p for p in req.path.split("/") if p]
@@ -178,6 +199,8 @@ class EmulatorService:
             return json_reply(200, {"ok": True, "episodes": len(self._episodes)})
         if parts[:2] == ["admin", "episodes"]:
             return self._admin(req, parts[2:])
+        if req.method == "GET" and len(parts) == 4 and parts[:2] + parts[3:] == _CHARGES_ROUTE:
+            return self._charges(parts[2], req)
         if len(parts) >= 2 and parts[0] == "a":
             return self._usage(req, self.account(parts[1]), parts[2:]) or self._not_found(req, None)
         if len(parts) >= 2 and parts[0] == "e":
@@ -249,6 +272,19 @@ class EmulatorService:
         return json_reply(
             404, {"type": "error", "error": {"type": "not_found_error", "message": message}}
         )
+
+    def _charges(self, account: str, req: Incoming) -> Reply:
+        """``GET /admin/accounts/<a>/charges?after=N``: the account's charge counter and the
+        episodes of its charges numbered after N (the run's concurrent-use ground truth)."""
+        query = parse_qs(req.query)
+        try:
+            after = int(query.get("after", ["0"])[0])
+        except ValueError:
+            return json_reply(400, {"error": "after must be an integer"})
+        mark = self.charge_mark(account)
+        charged = self.charged_between(account, max(after, 0), mark)
+        charges = [{"seq": after + i + 1, "episode_id": e} for i, e in enumerate(charged)]
+        return json_reply(200, {"account": account, "mark": mark, "charges": charges})
 
     def _admin(self, req: Incoming, rest: list[str]) -> Reply:
         if req.method == "POST" and not rest:

@@ -15,7 +15,8 @@ The script (every choice drawn once from the seed, so turns vary between episode
    ``read_file`` when the request offers it (first loading it with the CLI's tool
    search when it is deferred), else the built-in way (``Read``; ``cat`` through
    ``exec_command``); a preview that carries an ``expansion reference`` is expanded
-   with ``expand`` before the file is edited. Claude's ``Edit`` refuses a file not
+   with ``expand`` before the file is edited (a file read only for context -- the
+   README, the files the prompt names -- stays at its preview). Claude's ``Edit`` refuses a file not
    read with ``Read``, so a Claude edit of a file read through MCP first reads the
    changed lines with ``Read`` (``offset``/``limit``);
 4. make the edits (Claude ``Edit`` / ``Write``; Codex ``apply_patch``, one patch per
@@ -182,13 +183,15 @@ def _mcp_tool(ctx: _Context, tool: str) -> Generator[ToolCall, PastCall, ToolCal
     return ToolCall(ref.name, namespace=ref.namespace)
 
 
-def _read(ctx: _Context, rel: str) -> Generator[ToolCall, PastCall, bool]:
-    """Read one file; True when it was read through the intervention's MCP tool."""
+def _read(ctx: _Context, rel: str, *, to_edit: bool) -> Generator[ToolCall, PastCall, bool]:
+    """Read one file; True when it was read through the intervention's MCP tool. A preview
+    is expanded only when the file is about to be edited (the edit needs its full text);
+    a file read for context is left at its preview."""
     template = yield from _mcp_tool(ctx, "read_file")
     if template is not None:
         result = yield ToolCall(template.name, {"path": rel}, namespace=template.namespace)
         match = _EXPANSION_REF.search(result.output or "")
-        if match:
+        if match and to_edit:
             expand = yield from _mcp_tool(ctx, "expand")
             if expand is not None:
                 yield ToolCall(expand.name, {"ref": match.group(1)}, namespace=expand.namespace)
@@ -228,13 +231,13 @@ def _script(ctx: _Context) -> Script:
         else:
             yield ToolCall("exec_command", {"cmd": "ls -R"})
     if choices.read_readme and task.readme:
-        yield from _read(ctx, task.readme)
+        yield from _read(ctx, task.readme, to_edit=False)
     for path in task.context:
-        yield from _read(ctx, path)
+        yield from _read(ctx, path, to_edit=False)
     via_mcp: dict[str, bool] = {}
     for change in task.changes:  # the wrong variant still reads what it leaves out
         if change.before is not None:
-            via_mcp[change.path] = yield from _read(ctx, change.path)
+            via_mcp[change.path] = yield from _read(ctx, change.path, to_edit=True)
     if conv.dialect == "claude":
         for change in changes:
             yield from _claude_edit(ctx, change, via_mcp.get(change.path, False))

@@ -23,9 +23,10 @@ from pairlab.core.schemas.usage import UsageVector
 
 EPISODE_SCHEMA_VERSION = 2
 ARMS: tuple[str, ...] = ("baseline", "optimizer", "retrieval", "full")
-# How an episode's "unrelated concurrent quota use" was established: the simulator's
-# account charge log (ground truth) or the operator's assertion in the run parameters.
-ConcurrentUseBasis = Literal["simulator-charge-log", "operator-assertion"]
+# How an episode's "unrelated concurrent quota use" was established: the simulator's or the
+# provider emulator's account charge log (ground truth) or the operator's assertion in the
+# run parameters.
+ConcurrentUseBasis = Literal["simulator-charge-log", "emulator-charge-log", "operator-assertion"]
 
 
 def make_pair_id(run_id: str, task_id: str, repetition: int) -> str:

@@ -17,11 +17,25 @@ from pairlab.core.errors import InvalidInputError, ReasonCode
 from pairlab.core.schemas.base import StrictModel
 
 
+class IsolationFlag(StrictModel):
+    """One isolation flag of the baseline: the consecutive ``args`` of ``arm_args.baseline``
+    that make it up, and what it is meant to strip. ``pairlab certify`` re-runs the
+    baseline without each declared flag to show which planted items it alone keeps out."""
+
+    args: list[str] = Field(min_length=1)
+    strips: str = Field(min_length=3)
+
+    @property
+    def name(self) -> str:
+        return " ".join(repr(a) if not a or " " in a else a for a in self.args)
+
+
 class BaselineIsolation(StrictModel):
     description: str = Field(min_length=10)
     fresh_home: bool
     strips: list[str] = Field(min_length=1)
     probe: str = Field(min_length=1)
+    flags: list[IsolationFlag] = Field(default_factory=list)
 
     @field_validator("fresh_home")
     @classmethod
@@ -29,6 +43,28 @@ class BaselineIsolation(StrictModel):
         if not value:
             raise ValueError("a baseline must start with a fresh HOME")
         return value
+
+
+CertificationLevel = Literal["live-local", "simulator", "unavailable"]
+
+
+class Certification(StrictModel):
+    """How ``pairlab certify`` can certify this profile on this machine.
+
+    ``live-local``: the real CLI runs here (bundled in a pinned wheel) against the provider
+    emulator, and its isolation is proven from the emulator's request log and planted
+    side-effect markers. ``simulator``: the simulated client, whose startup report is
+    observed directly. ``unavailable``: the CLI cannot run here; ``reason`` says why
+    (certify prints it and never reports the profile as passed)."""
+
+    level: CertificationLevel
+    reason: str | None = None
+
+    @model_validator(mode="after")
+    def _reason_when_unavailable(self) -> Certification:
+        if self.level == "unavailable" and not (self.reason and len(self.reason) >= 10):
+            raise ValueError("an unavailable profile must say why (certification.reason)")
+        return self
 
 
 class Treatment(StrictModel):
@@ -44,6 +80,9 @@ class UsageSource(StrictModel):
 class QuotaSource(StrictModel):
     probe: str = Field(min_length=1)
     options: dict[str, str] = Field(default_factory=dict)
+    # the provider emulator's charge log of the run's account (set by a run against the
+    # emulator): concurrent use of the account is then ground truth, not an assertion
+    charge_log_url: str | None = None
 
 
 class Resources(StrictModel):
@@ -74,17 +113,42 @@ class RunnerProfile(StrictModel):
     timeout_s: float = Field(default=600, gt=0)
     resources: Resources = Field(default_factory=Resources)
     network: str = "none"
-    live: bool = False  # whether this CLI can run on this machine (certify)
+    certification: Certification
+    # "emulator": every episode talks to the provider emulator a run starts ({emulatorUrl}
+    # in args/env is the episode's base URL; declared secrets get the emulator's dummy
+    # credentials, never the host's); None: the CLI's own provider.
+    endpoint: Literal["emulator"] | None = None
+    model: str | None = None  # the model asked for when a run names none ({model})
+    # added to env only when the agent runs as root (the local backend under root)
+    root_env: dict[str, str] = Field(default_factory=dict)
 
     @model_validator(mode="after")
     def _baseline_args_present(self) -> RunnerProfile:
-        if not self.arm_args.get("baseline"):
+        baseline = self.arm_args.get("baseline")
+        if not baseline:
             raise ValueError("arm_args.baseline is required and must not be empty")
+        for flag in self.baseline_isolation.flags:
+            if not _contains_run(baseline, flag.args):
+                raise ValueError(
+                    f"baseline_isolation.flags: {flag.name} is not in arm_args.baseline"
+                )
         return self
 
 
+def _contains_run(args: list[str], run: list[str]) -> bool:
+    return any(args[i : i + len(run)] == run for i in range(len(args) - len(run) + 1))
+
+
+def without_run(args: list[str], run: list[str]) -> list[str]:
+    """``args`` with the first occurrence of the consecutive ``run`` removed."""
+    for i in range(len(args) - len(run) + 1):
+        if args[i : i + len(run)] == run:
+            return [*args[:i], *args[i + len(run) :]]
+    return list(args)
+
+
 def _reason_for(loc: tuple[int | str, ...], msg: str) -> ReasonCode:
-    if loc and loc[0] == "baseline_isolation":
+    if (loc and loc[0] == "baseline_isolation") or "baseline_isolation.flags" in msg:
         return ReasonCode.MISSING_BASELINE_ISOLATION
     if (loc and loc[0] == "arm_args") or "arm_args.baseline" in msg:
         return ReasonCode.MISSING_BASELINE_ARGS

@@ -1,0 +1,109 @@
+"""The config ``pairlab certify`` plants for a real CLI, and how it reads the evidence back."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from pairlab.adapters.certify_live import PROBE_SEED, PROBE_TASK, offered_servers
+from pairlab.adapters.planted_config import MARKER_DIR, SCRIPT_DIR, SCRIPT_NAME, plant
+from pairlab.core.emulator.scripted_model import ScriptChoices
+
+
+@pytest.mark.parametrize("client", ["claude", "codex"])
+def test_every_item_is_planted_with_its_side_effect(client: str, tmp_path: Path) -> None:
+    home, workspace = tmp_path / "home", tmp_path / "ws"
+    items = plant(client, home, workspace)
+    assert len({i.slug for i in items}) == len(items)
+    assert {i.scope for i in items} == {"user", "project"}
+    for item in items:
+        path = (home if item.scope == "user" else workspace) / item.path
+        text = path.read_text()
+        if "text" in item.evidence:
+            assert item.text in text, item
+        if "mcp" in item.evidence:
+            assert item.server in text and SCRIPT_NAME in text, item
+        if item.evidence == ("marker",):  # hooks
+            command = json.loads(text)["hooks"]["SessionStart"][0]["hooks"][0]["command"]
+            assert command.endswith(f'{MARKER_DIR}"/{item.slug}'), item
+    for root in (home, workspace):
+        assert (root / SCRIPT_DIR / SCRIPT_NAME).is_file()
+
+
+def test_the_planted_mcp_server_marks_its_start_and_offers_one_tool(tmp_path: Path) -> None:
+    items = plant("claude", tmp_path / "home", tmp_path / "ws")
+    script = tmp_path / "ws" / SCRIPT_DIR / SCRIPT_NAME
+    state = tmp_path / "state"
+    messages = [
+        {
+            "jsonrpc": "2.0",
+            "id": 0,
+            "method": "initialize",
+            "params": {"protocolVersion": "2025-11-25"},
+        },
+        {"jsonrpc": "2.0", "method": "notifications/initialized"},
+        {"jsonrpc": "2.0", "id": 1, "method": "tools/list"},
+        {"jsonrpc": "2.0", "id": 2, "method": "resources/list"},
+    ]
+    done = subprocess.run(
+        [sys.executable, str(script), "project-mcp-json"],
+        input="\n".join(json.dumps(m) for m in messages) + "\n",
+        capture_output=True,
+        text=True,
+        env={**os.environ, "PAIRLAB_STATE_DIR": str(state)},
+        timeout=30,
+        check=True,
+    )
+    replies = [json.loads(line) for line in done.stdout.splitlines()]
+    assert [r["id"] for r in replies] == [0, 1, 2]
+    assert replies[0]["result"]["protocolVersion"] == "2025-11-25"
+    assert replies[1]["result"]["tools"][0]["name"] == "planted_project_mcp_json"
+    assert replies[2]["error"]["code"] == -32601
+    assert (state / MARKER_DIR / "project-mcp-json").is_file()
+    assert "project-mcp-json" in {i.slug for i in items}
+
+
+def test_the_probe_seed_runs_a_shell_command_in_every_arm() -> None:
+    """Codex's planted rules forbid `ls` (project) and `python3` (user): certify's seed must
+    make the scripted model run both, whatever the arm."""
+    choices = ScriptChoices.draw(PROBE_TASK, PROBE_SEED, 0.0)
+    assert choices.list_files and choices.compile_check and choices.variant == "correct"
+
+
+def test_offered_mcp_servers_are_read_from_both_request_shapes() -> None:
+    claude = {
+        "tools": [
+            {"name": "Read"},
+            {"name": "mcp__token-optimizer__read_file", "defer_loading": True},
+            {"name": "mcp__pairlab-planted-project-mcp-json__planted_project_mcp_json"},
+        ]
+    }
+    assert offered_servers("claude", claude) == {
+        "token-optimizer",
+        "pairlab-planted-project-mcp-json",
+    }
+    search = (
+        "# Tool discovery\n\nYou have access to tools from the following sources:\n"
+        "- Multi-agent tools: Spawn and manage sub-agents.\n"
+        "- token-optimizer: read_file reads workspace files.\n"
+        "- pairlab-planted-project-config-mcp-server\n"
+        "Some of the tools may not have been provided to you upfront."
+    )
+    codex = {
+        "tools": [
+            {"type": "function", "name": "exec_command"},
+            {"type": "tool_search", "description": search},
+            {"type": "namespace", "name": "mcp__other_server", "tools": []},
+        ]
+    }
+    assert offered_servers("codex", codex) == {
+        "token-optimizer",
+        "pairlab-planted-project-config-mcp-server",
+        "other_server",
+    }
+    assert offered_servers("codex", {"tools": [{"type": "function", "name": "mcp__x"}]}) == set()
