@@ -110,7 +110,12 @@ def verdict_json(
         "reasons": _reason_counts(pooled),
         "findings": [{"reason": str(f.reason), "detail": f.detail} for f in pooled.findings],
         "perPair": [
-            {"pairId": pair_id, "verdict": str(j.verdict), "reasons": sorted(map(str, j.reasons))}
+            {
+                "pairId": pair_id,
+                "verdict": str(j.verdict),
+                "reasons": sorted(map(str, j.reasons)),
+                "comparisons": [c.to_json() for c in j.comparisons],
+            }
             for pair_id, j in per_pair
         ],
     }
