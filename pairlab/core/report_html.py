@@ -180,43 +180,67 @@ def _contrasts(cohorts: Sequence[Mapping[str, Any]]) -> list[tuple[str, str]]:
     return found
 
 
-def _forest_section(
-    analysis: Mapping[str, Any], subscription: Mapping[str, Any] | None
-) -> list[str]:
-    cohorts = analysis.get("cohorts", [])
-    contrasts = _contrasts(cohorts)
+def _metric_order(analysis: Mapping[str, Any]) -> list[str]:
+    """The primary token metric, API list price, then the other metrics."""
+    contrasts = _contrasts(analysis.get("cohorts", []))
     plan = analysis.get("plan", {})
-    primary = (
-        token_metric(plan, f"{contrasts[0][0]}-vs-{contrasts[0][1]}")
-        if contrasts
-        else "totalTokens"
-    )
-    order = [primary, COST_METRIC, *[m for m in METRICS if m not in (primary, COST_METRIC)]]
-    out = ['<section id="effects"><h2>Effects per metric</h2>']
-    out.append(
-        '<p class="note">Treatment − control per pair, per task cohort. Dot: estimate; thick '
-        "bar: 95% percentile interval; thin line: the decision interval (it decides). Green: "
-        "win; red: regression; grey: no evidence; light: too few pairs.</p>"
-    )
-    never = []
-    for metric in order:
-        rows, unseen = _effect_rows(cohorts, metric, contrasts)
-        if not rows:
-            if unseen:
-                never.append(metric)
-            continue
+    label = f"{contrasts[0][0]}-vs-{contrasts[0][1]}" if contrasts else ""
+    primary = token_metric(plan, label)
+    return [primary, COST_METRIC, *[m for m in METRICS if m not in (primary, COST_METRIC)]]
+
+
+def _forest_plot(analysis: Mapping[str, Any], metric: str) -> tuple[str, bool]:
+    """One metric's forest plot (and whether any cohort observed it)."""
+    cohorts = analysis.get("cohorts", [])
+    rows, unseen = _effect_rows(cohorts, metric, _contrasts(cohorts))
+    if not rows:
+        return "", False
+    parts = [interval_chart(rows, axis_label=f"{metric} (treatment − control)", title=metric)]
+    if unseen:
+        parts.append(
+            f'<p class="note">Not observed (null in every pair): {escape(", ".join(unseen))}.</p>'
+        )
+    return "".join(parts), True
+
+
+LEGEND: Final = (
+    '<p class="note">Treatment − control per pair, per task cohort. Dot: estimate; thick '
+    "bar: 95% percentile interval; thin line: the decision interval, which decides (an open "
+    "end runs off the axis). Green: win; red: regression; grey: no evidence; light: too few "
+    "pairs.</p>"
+)
+
+
+def _forest_section(analysis: Mapping[str, Any]) -> list[str]:
+    """The primary token metric and API list price, shown; every metric is in ``_more``."""
+    out = ['<section id="effects"><h2>Tokens and API list price</h2>', LEGEND]
+    for metric in _metric_order(analysis)[:2]:
+        plot, seen = _forest_plot(analysis, metric)
         out.append(f"<h3>{escape(metric_title(metric))} <code>{escape(metric)}</code></h3>")
-        out.append(interval_chart(rows, axis_label=f"{metric} (treatment − control)", title=metric))
-        if unseen:
-            out.append(
-                f'<p class="note">Not observed (null in every pair): {escape(", ".join(unseen))}.</p>'
-            )
+        out.append(plot if seen else '<p class="note">Not observed in any cohort.</p>')
+    if not any(c.get("effects") for c in analysis.get("cohorts", [])):
+        out.append('<p class="note">No cohort passed the gate: no intervals to plot.</p>')
+    out.append("</section>")
+    return out
+
+
+def _more_section(analysis: Mapping[str, Any]) -> list[str]:
+    out = ['<section id="metrics"><h2>Every other metric</h2>', LEGEND]
+    never = []
+    for metric in _metric_order(analysis)[2:]:
+        plot, seen = _forest_plot(analysis, metric)
+        if not seen:
+            never.append(metric)
+            continue
+        out.append(
+            f"<details><summary>{escape(metric_title(metric))} <code>{escape(metric)}</code>"
+            f"</summary>{plot}</details>"
+        )
     if never:
         out.append(
-            f'<p class="note">No pair observed in any cohort: {escape(", ".join(never))}.</p>'
+            f'<p class="note">No pair observed in any cohort (null in every episode): '
+            f"{escape(', '.join(never))}.</p>"
         )
-    if not any(c.get("effects") for c in cohorts):
-        out.append('<p class="note">No cohort passed the gate: no intervals to plot.</p>')
     out.append("</section>")
     return out
 
@@ -238,8 +262,6 @@ def _quota_section(subscription: Mapping[str, Any] | None) -> list[str]:
             for arm in cohort.get("arms", []):
                 if arm.get("window") != name:
                     continue
-                excluded = arm.get("excludedByReason", {})
-                why = ", ".join(f"{reason_text(r)} {n}" for r, n in excluded.items())
                 rows.append(
                     Row(
                         label=str(arm.get("arm")),
@@ -248,10 +270,10 @@ def _quota_section(subscription: Mapping[str, Any] | None) -> list[str]:
                         high=arm.get("maxConsumptionPct"),
                         tone="arm" if arm.get("usable") else "muted",
                         note=(
-                            f"{arm.get('usable')}/{arm.get('units')} {unit}s"
-                            + (" · below precision" if arm.get("belowPrecision") else "")
-                            + (f" · excl. {why}" if why else "")
-                        )[:60],
+                            f"{number(arm.get('meanConsumptionPct'), 1)} pts · "
+                            f"{arm.get('usable')}/{arm.get('units')}"
+                            + (" · < precision" if arm.get("belowPrecision") else "")
+                        ),
                         group=cohort_title(cohort.get("key", {})),
                     )
                 )
@@ -439,9 +461,10 @@ def render_report_html(report: Mapping[str, Any]) -> str:
         f"<h1>{escape(title)}</h1>",
         f'<p class="meta">{escape(facts)}</p>',
         *_answer(headline),
-        *_forest_section(analysis, subscription),
+        *_forest_section(analysis),
         *_quota_section(subscription),
         *_correctness_section(analysis),
+        *_more_section(analysis),
         *_coverage_section(analysis),
         *_cohorts_section(analysis, subscription),
         '<section id="method"><h2>Method</h2>',
