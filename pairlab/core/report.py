@@ -92,7 +92,7 @@ def render_headline_markdown(headline: Mapping[str, Any]) -> list[str]:
             for q in QUESTIONS:
                 why = reasons_text(row[q])
                 if why and (row[q].get("noEvidence") or row[q].get("insufficient")):
-                    notes.append(f"{name}, {QUESTION_TITLES[q].lower()}: {why}")
+                    notes.append(f"{name}, {QUESTION_TITLES[q]}: {why}")
         lines.append("")
         if notes:
             lines += ["Why no evidence (cohorts per reason):", ""]

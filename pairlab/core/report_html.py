@@ -29,6 +29,7 @@ from pairlab.core.report_text import (
     group_title,
     metric_title,
     number,
+    pairs_text,
     reason_text,
 )
 
@@ -57,6 +58,13 @@ details{margin:6px 0}summary{cursor:pointer;font-weight:600}
 td.num{text-align:right;font-variant-numeric:tabular-nums}
 """
 TONE: Final = {"win": "win", "regression": "regression"}
+NOTE_WORDS: Final = {  # the plots' right-hand notes are short
+    "above the adjusted threshold": "adj. threshold",
+    "only the 95% CI excludes 0": "95% CI only",
+    "saving, correctness regressed": "correctness regressed",
+    "saving, correctness not graded": "not graded",
+    "below the plan's pairs": "below plan pairs",
+}
 
 
 def _key(key: Mapping[str, Any]) -> tuple[str, ...]:
@@ -163,7 +171,7 @@ def _effect_rows(
                     outer_low=e.get("decisionLow"),
                     outer_high=e.get("decisionHigh"),
                     tone=TONE.get(word, "neutral" if e.get("ciLow") is not None else "muted"),
-                    note=f"{number(e.get('estimate'), places)} · {word or 'no evidence'} · n {e.get('n')}",
+                    note=f"{number(e.get('estimate'), places)} · {NOTE_WORDS.get(word, word) or 'no evidence'} · n {e.get('n')}",
                     group=f"{t} vs {c}",
                 )
             )
@@ -286,6 +294,13 @@ def _quota_section(subscription: Mapping[str, Any] | None) -> list[str]:
                 title=f"{name} consumption",
             )
         )
+    for window in subscription.get("windows", []):
+        plot, seen = _forest_plot(subscription, window["metric"])
+        if seen:
+            out.append(
+                f"<h3>{escape(window['window'])} window: paired effect per {escape(unit)} "
+                f"(treatment − control, points)</h3>{plot}"
+            )
     out.append("<h3>Verdict per cohort and contrast</h3>")
     contrasts: list[tuple[str, str]] = []
     for v in verdicts:
@@ -310,9 +325,10 @@ def _quota_section(subscription: Mapping[str, Any] | None) -> list[str]:
             if v.get("belowPrecision") and verdict == "inconclusive":
                 reasons = "below precision" + (f"; {reasons}" if reasons else "")
             shown = {"supported": "supported", "rejected": "rejected"}.get(css, "inconclusive")
+            detail = f"{pairs_text(v)}{'; ' + reasons if reasons else ''}"
             out.append(
                 f'<td><span class="v-{css}">{shown}</span>'
-                f'<div class="note">{v.get("pairs")} pairs{escape("; " + reasons if reasons else "")}</div></td>'
+                f'<div class="note">{escape(detail)}</div></td>'
             )
         out.append("</tr>")
     out.append("</table></section>")

@@ -67,6 +67,8 @@ def _tick_text(value: float, ticks: Sequence[float]) -> str:
     span = max(abs(t) for t in ticks) if ticks else 1.0
     step = abs(ticks[1] - ticks[0]) if len(ticks) > 1 else span
     places = 0 if step >= 1 else min(6, max(0, -math.floor(math.log10(step)) + 1))
+    if value == 0:
+        return "0"
     if span >= 10_000 and step >= 1000:
         return f"{value / 1000:,.0f}k"
     return f"{value:,.{places}f}"

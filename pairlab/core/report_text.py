@@ -36,7 +36,7 @@ SHORT_REASONS: Final = {
     "too-few-pairs": "too few pairs",
     "correctness-regressed": "saving, correctness regressed",
     "correctness-unproven": "saving, correctness not graded",
-    "adjusted-threshold": "above adjusted threshold",
+    "adjusted-threshold": "above the adjusted threshold",
     "decision-interval": "only the 95% CI excludes 0",
     "below-gate": "below the plan's pairs",
     "not-tested": "not tested",
@@ -117,6 +117,17 @@ def reasons_text(cell: Mapping[str, Any], limit: int = 3) -> str:
     return ", ".join(f"{reason_text(r)} ({n})" for r, n in items)
 
 
+def pairs_text(verdict: Mapping[str, Any]) -> str:
+    """``2 pairs, a reduction in 1 of 4 intervals`` for a subscription verdict."""
+    n = int(verdict.get("pairs", 0))
+    outcomes = verdict.get("intervals", {})
+    total = sum(int(v) for v in outcomes.values())
+    text = f"{n} pair" + ("" if n == 1 else "s")
+    if total:
+        text += f", a reduction in {outcomes.get('reduction', 0)} of {total} intervals"
+    return text
+
+
 def cohort_title(key: Mapping[str, Any]) -> str:
     extra = [] if key.get("stratum") in (None, "default") else [f"stratum {key.get('stratum')}"]
     if key.get("modelVersion") not in (None, "unknown"):
@@ -141,6 +152,7 @@ __all__ = [
     "interval",
     "metric_title",
     "number",
+    "pairs_text",
     "percent",
     "reason_text",
     "reasons_text",
