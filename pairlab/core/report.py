@@ -29,6 +29,7 @@ from pairlab.core.report_text import (
     percent,
     reason_text,
     reasons_text,
+    summary_sentence,
 )
 
 REPORT_SCHEMA_VERSION: Final = 2
@@ -82,6 +83,8 @@ def render_headline_markdown(headline: Mapping[str, Any]) -> list[str]:
             "subscription": "Subscription quota (verdict)",
             "correctness": "Correctness (McNemar)",
         }
+        lines += [f"- {summary_sentence(row)}" for row in group.get("contrasts", [])]
+        lines.append("")
         lines.append("| contrast | " + " | ".join(titles[q] for q in QUESTIONS) + " |")
         lines.append("|---" * (len(QUESTIONS) + 1) + "|")
         notes = []

@@ -31,6 +31,7 @@ from pairlab.core.report_text import (
     number,
     pairs_text,
     reason_text,
+    summary_sentence,
 )
 
 STYLE: Final = """
@@ -53,7 +54,7 @@ svg.chart{display:block;margin:4px 0 8px;font:12px system-ui,sans-serif;fill:#1f
 svg .g{font-weight:600}svg .grid{stroke:#eaeef2}svg .ref{stroke:#1f2328;stroke-dasharray:4 3}
 svg .tick{fill:#57606a;font-size:11px}svg .note{font-size:11px}svg .axis{fill:#57606a}
 .v-supported{color:#1a7f37;font-weight:600}.v-rejected{color:#cf222e;font-weight:600}
-.v-inconclusive{color:#57606a}
+.v-inconclusive{color:#57606a}ul.summary{margin:4px 0 8px;padding-left:20px}
 details{margin:6px 0}summary{cursor:pointer;font-weight:600}
 td.num{text-align:right;font-variant-numeric:tabular-nums}
 """
@@ -118,6 +119,11 @@ def _answer(headline: Mapping[str, Any]) -> list[str]:
             "subscription": "Subscription quota",
             "correctness": "Correctness",
         }
+        out.append(
+            '<ul class="summary">'
+            + "".join(f"<li>{escape(summary_sentence(row))}</li>" for row in rows)
+            + "</ul>"
+        )
         out.append('<table class="answer"><tr><th>contrast</th>')
         out += [f"<th>{escape(titles[q])}</th>" for q in QUESTIONS]
         out.append("</tr>")

@@ -111,6 +111,29 @@ def headline_cell(question: str, cell: Mapping[str, Any]) -> str:
     return " · ".join(parts)
 
 
+_SENTENCE_WORDS: Final = {
+    "tokens": ("fewer {metric}", "more {metric}"),
+    "cost": ("a lower API list price", "a higher API list price"),
+    "subscription": ("less subscription quota", "more subscription quota"),
+    "correctness": ("more correct answers", "fewer correct answers"),
+}
+
+
+def summary_sentence(row: Mapping[str, Any]) -> str:
+    """One contrast of the headline in words: what its task cohorts showed."""
+    n = int(row.get("cohorts", 0))
+    parts = []
+    for question, (better, worse) in _SENTENCE_WORDS.items():
+        cell = row.get(question, {})
+        metric = str(cell.get("metric", ""))
+        for key, words in (("win", better), ("regression", worse)):
+            if cell.get(key):
+                parts.append(f"{words.format(metric=metric)} in {cell[key]} of {n}")
+    shown = "; ".join(parts) if parts else "no win and no regression shown on any question"
+    cohorts = "task cohort" if n == 1 else "task cohorts"
+    return f"{row.get('treatment')} vs {row.get('control')} ({n} {cohorts}): {shown}."
+
+
 def reasons_text(cell: Mapping[str, Any], limit: int = 3) -> str:
     """The most frequent reasons of a headline cell: ``quota-interval-mismatch (5)``."""
     items = list(cell.get("reasons", {}).items())[:limit]
@@ -156,4 +179,5 @@ __all__ = [
     "percent",
     "reason_text",
     "reasons_text",
+    "summary_sentence",
 ]
