@@ -69,7 +69,7 @@ def render_headline_markdown(headline: Mapping[str, Any]) -> list[str]:
     lines.append("")
     if headline.get("exploratory"):
         lines += [
-            f"> **Exploratory**: the gate ({headline.get('gate')} pairs) is below the "
+            f"> **Exploratory analysis**: the gate ({headline.get('gate')} pairs) is below the "
             "pre-registered minimum; effects with fewer pairs than the plan are not wins.",
             "",
         ]

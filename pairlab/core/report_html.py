@@ -106,7 +106,7 @@ def _answer(headline: Mapping[str, Any]) -> list[str]:
     )
     if headline.get("exploratory"):
         out.append(
-            f'<p class="warn">Exploratory: the gate ({headline.get("gate")} pairs) is below '
+            f'<p class="warn">Exploratory analysis: the gate ({headline.get("gate")} pairs) is below '
             "the pre-registered minimum; effects with fewer pairs than the plan are not wins.</p>"
         )
     for group in headline.get("groups", []):
