@@ -116,10 +116,12 @@ def precision_assessment(frame: pl.DataFrame, *, unit: Unit) -> pl.DataFrame:
 
 
 def precision_json(assessment: pl.DataFrame) -> list[dict[str, object]]:
-    """The rows as JSON-ready dicts (``excludedByReason`` as ``{reason: count}``)."""
+    """The rows as JSON-ready dicts (``excludedByReason`` as ``{reason: count}``, most
+    frequent first, ties by name: the same input always gives the same JSON)."""
     rows = assessment.to_dicts()
     for row in rows:
-        row["excludedByReason"] = {e["reason"]: e["count"] for e in row["excludedByReason"]}
+        counts = sorted(row["excludedByReason"], key=lambda e: (-e["count"], e["reason"]))
+        row["excludedByReason"] = {e["reason"]: e["count"] for e in counts}
     return rows
 
 
