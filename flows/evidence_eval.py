@@ -358,6 +358,7 @@ def evidence_eval(params: EvidenceEvalParams) -> dict[str, Any]:
         "episodes": len(ordered),
         "failed": failed,
         "report": published_location(params.store, run_id, "report.md"),
+        "report_html": published_location(params.store, run_id, "report.html"),
         "staging": str(run_dir.path),
         "published": manifest,
     }

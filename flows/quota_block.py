@@ -5,7 +5,8 @@ blocks (:mod:`pairlab.core.plan`); this module runs one block: for each arm, in
 the block's Williams order, one scheduled quota interval of ``quota_interval_s``
 seconds, as the canary does (flows/canary_trial.py):
 
-1. read the account's concurrency mark, take the interval's start snapshot;
+1. wait for a whole second, read the account's concurrency mark, take the interval's
+   start snapshot (the interval ends ``quota_interval_s`` after that second);
 2. run the arm's episodes back to back (each still between its own snapshots);
 3. wait until the interval's scheduled end (an overrun is recorded, not hidden),
    take the end snapshot and the mark;
@@ -20,6 +21,7 @@ holds less work than its peers: its record says so and its consumption is null
 
 from __future__ import annotations
 
+import math
 import time
 from collections.abc import Callable
 from datetime import UTC, datetime
@@ -75,9 +77,13 @@ def run_interval(
     ):
         return [done[p.episode_id] for p in interval]
     # Scheduled on the wall clock: a source's observed_at may be older than the look
-    # (a rollout line's time), which would end the interval before it began.
+    # (a rollout line's time), which would end the interval before it began. Like the
+    # canary's, the interval starts on a whole second and ends a fixed length after
+    # it: loom's observations count whole epoch seconds, so equal intervals then have
+    # equal durations there too (else quota-interval-mismatch by a rounding second).
+    _wait_until(math.ceil(time.time()))
     started_at = datetime.now(UTC)
-    deadline = started_at.timestamp() + params.quota_interval_s
+    deadline = math.floor(started_at.timestamp()) + params.quota_interval_s
     start_mark = concurrency_mark(profile, account_dir)
     start = snapshot_quota(profile, account_dir)
     records, ran = [], []
@@ -88,7 +94,7 @@ def run_interval(
         records.append(execute(planned))
         ran.append(planned.episode_id)
     overrun = time.time() > deadline
-    time.sleep(max(0.0, deadline - time.time()))
+    _wait_until(deadline)
     end = snapshot_quota(profile, account_dir)
     ended_at = datetime.now(UTC)
     end_mark = concurrency_mark(profile, account_dir)
@@ -117,6 +123,12 @@ def run_interval(
     )
     save_interval(run_dir, record)
     return records
+
+
+def _wait_until(moment: float) -> None:
+    """Sleep until the epoch time ``moment`` (at once when it has passed)."""
+    while (left := moment - time.time()) > 0:
+        time.sleep(left)
 
 
 @task(name="run-quota-block", cache_policy=NO_CACHE, persist_result=False)

@@ -11,7 +11,8 @@ from prefect.cache_policies import NO_CACHE
 
 from pairlab.adapters.run_outputs import publish_outputs, write_run_outputs
 from pairlab.adapters.rundir import RunDir
-from pairlab.core.cohorts import analyse_cohorts, resolve_gate
+from pairlab.core.cohorts import resolve_gate
+from pairlab.core.run_report import analyse_records
 from pairlab.core.schemas.episode import EpisodeRecord
 from pairlab.core.study_plan import ResolvedPlan
 from tasks.retry import infra_task
@@ -26,10 +27,9 @@ def artifact_key(prefix: str, run_id: str) -> str:
 def aggregate_cohorts(
     records: Sequence[EpisodeRecord], run_id: str, min_pairs: int | None, plan: ResolvedPlan
 ) -> dict[str, Any]:
-    analysis = analyse_cohorts(
-        list(records), run_id=run_id, min_pairs=resolve_gate(min_pairs, plan), plan=plan
+    return analyse_records(
+        list(records), run_id=run_id, gate=resolve_gate(min_pairs, plan), plan=plan
     )
-    return analysis.to_json()
 
 
 @task(name="render-report", cache_policy=NO_CACHE, persist_result=False)

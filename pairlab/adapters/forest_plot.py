@@ -1,4 +1,5 @@
-"""Forest plot of effect intervals per cohort (PNG, matplotlib Agg backend)."""
+"""Forest plot of one metric's effect intervals per cohort (PNG, matplotlib Agg backend):
+``forest.png``, for viewers that show an image (the HTML report has every metric)."""
 
 from __future__ import annotations
 
@@ -13,12 +14,14 @@ import matplotlib.pyplot as plt
 PLOTTED_METRIC = "totalTokens"
 
 
-def write_forest_plot(analysis: dict[str, Any], path: Path, *, title: str) -> Path:
+def write_forest_plot(
+    analysis: dict[str, Any], path: Path, *, title: str, metric: str = PLOTTED_METRIC
+) -> Path:
     rows = []
     for cohort in analysis.get("cohorts", []):
         task = cohort.get("key", {}).get("taskId")
         for e in cohort.get("effects", []):
-            if e.get("metric") != PLOTTED_METRIC or e.get("estimate") is None:
+            if e.get("metric") != metric or e.get("estimate") is None:
                 continue
             rows.append(
                 (
@@ -45,7 +48,7 @@ def write_forest_plot(analysis: dict[str, Any], path: Path, *, title: str) -> Pa
         ax.axvline(0, color="black", linewidth=0.8, linestyle="--")
         ax.set_yticks(range(len(rows)), [r[0] for r in rows], fontsize=7)
         ax.invert_yaxis()
-        ax.set_xlabel(f"paired effect on {PLOTTED_METRIC} (treatment − control), 95% bootstrap CI")
+        ax.set_xlabel(f"paired effect on {metric} (treatment − control), 95% bootstrap CI")
     ax.set_title(title, fontsize=9)
     fig.tight_layout()
     path.parent.mkdir(parents=True, exist_ok=True)

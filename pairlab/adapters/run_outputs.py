@@ -1,7 +1,9 @@
 """Writing a run's outputs (DESIGN 11 layout) and handing them to the store.
 
 ``episodes.jsonl`` (transcripts only when the run asked for them; hashes always),
-``episodes.parquet``, ``effects.parquet``, ``report.md``, ``report.json`` and
+``episodes.parquet``, ``run.json`` (the report's settings), ``effects.parquet``
+(token and subscription effects), ``report.md``, ``report.json``, ``report.html``
+(:mod:`pairlab.core.run_report`, the same builder ``pairlab report`` uses) and
 ``forest.png``; ``manifest.json`` is written last by the publisher.
 """
 
@@ -14,13 +16,22 @@ from typing import Any
 
 import polars as pl
 
-from pairlab.adapters.forest_plot import write_forest_plot
-from pairlab.adapters.rundir import RunDir
-from pairlab.core.cohort_report import effects_frame
+from pairlab.adapters.forest_plot import PLOTTED_METRIC, write_forest_plot
+from pairlab.adapters.quota_interval_files import read_intervals_jsonl
+from pairlab.adapters.rundir import RunDir, write_atomic
 from pairlab.core.cohorts import resolve_min_pairs
 from pairlab.core.quota_consumption import record_columns
-from pairlab.core.report import build_report_json, render_report_markdown
+from pairlab.core.run_report import (
+    REPORT_FILES,
+    RUN_SETTINGS_NAME,
+    QuotaIntervalSettings,
+    RenderedReport,
+    RunSettings,
+    render_run_report,
+)
 from pairlab.core.schemas.episode import EpisodeRecord
+from pairlab.core.study_plan import FROZEN_PLAN_NAME, read_frozen_plan
+from pairlab.core.verdict.artifact import Provider
 
 _NESTED = (
     "graderChecks",
@@ -50,10 +61,54 @@ def episodes_table(records: Sequence[EpisodeRecord]) -> pl.DataFrame:
     return pl.DataFrame(rows, infer_schema_length=None)
 
 
-def _plan_meta(plan: Any) -> dict[str, Any] | None:
-    if not isinstance(plan, dict):
+def run_settings(params: Any, profile: Any, schedule: Any, gate: int) -> RunSettings:
+    """``run.json`` of an evidence-eval run: its parameters as the report names them."""
+    return RunSettings(
+        run_id=schedule.run_id,
+        suite=params.suite,
+        profile=params.profile,
+        backend=params.backend,
+        arms=list(params.arms),
+        repetitions=params.repetitions,
+        seed=schedule.seed,
+        client=profile.client,
+        include_transcript=params.include_transcript,
+        gate=gate,
+        quota_provider=quota_provider(profile),
+        quota_intervals=None
+        if schedule.quota_intervals is None
+        else QuotaIntervalSettings(
+            episodes_per_interval=schedule.quota_intervals.episodes_per_interval,
+            interval_s=schedule.quota_intervals.interval_s,
+        ),
+    )
+
+
+def quota_provider(profile: Any) -> Provider | None:
+    """The provider loom's quota observations name for the profile's client: its usage
+    reader's (the simulator writes claude's or codex's records), None for others."""
+    try:
+        return Provider(profile.usage.reader)
+    except ValueError:
         return None
-    return {k: plan.get(k) for k in ("id", "source", "sha256", "min_pairs", "alpha")}
+
+
+def write_report_files(run_path: Path, rendered: RenderedReport) -> dict[str, Path]:
+    """``report.json``, ``report.md`` and ``report.html`` into ``run_path``."""
+    written = {}
+    for name in REPORT_FILES:
+        path = run_path / name
+        write_atomic(path, rendered.text_of(name).encode("utf-8"))
+        written[name] = path
+    return written
+
+
+def _token_metric(headline: dict[str, Any]) -> str:
+    """The headline's token metric (the plan's primary token metric)."""
+    for group in headline.get("groups", []):
+        for row in group.get("contrasts", []):
+            return str(row["tokens"]["metric"])
+    return PLOTTED_METRIC
 
 
 def write_run_outputs(
@@ -67,44 +122,38 @@ def write_run_outputs(
 ) -> dict[str, Any]:
     episodes_path = run_dir.write_episodes_jsonl(records, planned_ids)
     episodes_table(records).write_parquet(run_dir.path / "episodes.parquet")
-    effects = effects_frame(analysis)
-    effects.write_parquet(run_dir.path / "effects.parquet")
-    catalog_versions = sorted({r.price_catalog_version for r in records if r.price_catalog_version})
-    meta = {
-        "run_id": run_dir.run_id,
-        "suite": params.suite,
-        "profile": params.profile,
-        "backend": params.backend,
-        "arms": list(params.arms),
-        "repetitions": params.repetitions,
-        "seed": schedule.seed,
-        "episodes": len(records),
-        "failed": sum(1 for r in records if not r.success),
-        "excluded": sum(1 for r in records if r.excluded),
-        "min_pairs": analysis.get("gate", resolve_min_pairs(params.min_pairs)),
-        "exploratory": analysis.get("exploratory"),
-        "study_plan": _plan_meta(analysis.get("plan")),
-        "client": profile.client,
-        "price_catalog_version": catalog_versions[-1] if catalog_versions else None,
-        "include_transcript": params.include_transcript,
-    }
-    markdown = render_report_markdown(meta, analysis)
-    report_md = run_dir.write_text("report.md", markdown)
-    report_json = run_dir.write_json("report.json", build_report_json(meta, analysis))
-    forest = write_forest_plot(analysis, run_dir.path / "forest.png", title=f"run {run_dir.run_id}")
+    settings = run_settings(
+        params, profile, schedule, int(analysis.get("gate", resolve_min_pairs(params.min_pairs)))
+    )
+    write_atomic(run_dir.path / RUN_SETTINGS_NAME, settings.to_json_text().encode("utf-8"))
+    rendered = render_run_report(
+        settings,
+        records,
+        read_intervals_jsonl(run_dir.path),
+        read_frozen_plan(run_dir.path / FROZEN_PLAN_NAME),
+        analysis,
+    )
+    rendered.effects.write_parquet(run_dir.path / "effects.parquet")
+    written = write_report_files(run_dir.path, rendered)
+    metric = _token_metric(rendered.payload["headline"])
+    forest = write_forest_plot(
+        analysis, run_dir.path / "forest.png", title=f"run {run_dir.run_id}", metric=metric
+    )
+    effects = rendered.effects
     table_rows = [
         {k: (round(v, 2) if isinstance(v, float) else v) for k, v in row.items()}
-        for row in effects.filter(pl.col("metric") == "totalTokens").to_dicts()
+        for row in effects.filter(pl.col("metric") == metric).to_dicts()
     ] or [
         {"status": c.get("status"), "pairs": c.get("pairs"), **c.get("key", {})}
         for c in analysis.get("cohorts", [])
     ]
     return {
         "episodes_jsonl": str(episodes_path),
-        "report_md": str(report_md),
-        "report_json": str(report_json),
+        "report_md": str(written["report.md"]),
+        "report_json": str(written["report.json"]),
+        "report_html": str(written["report.html"]),
         "forest_png": str(forest),
-        "markdown": markdown,
+        "markdown": rendered.markdown,
         "table_rows": table_rows,
     }
 

@@ -28,6 +28,7 @@ COMMAND_MODULES = (
     "audit",
     "price",
     "store",
+    "report",
     "emulator",
 )
 

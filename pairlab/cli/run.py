@@ -90,12 +90,15 @@ def _require_prefect_server(api_url: str) -> None:
 
 def _print_result(result: dict[str, Any], as_json: bool) -> None:
     if as_json:
-        emit_json({k: result[k] for k in ("run_id", "store", "episodes", "failed", "report")})
+        keys = ("run_id", "store", "episodes", "failed", "report", "report_html")
+        emit_json({k: result[k] for k in keys if k in result})
         return
     typer.echo(
         f"run {result['run_id']}: {result['episodes']} episodes ({result['failed']} failed or incorrect)"
     )
     typer.echo(f"report: {result['report']}")
+    if result.get("report_html"):
+        typer.echo(f"html:   {result['report_html']}")
     typer.echo(f"store:  {result['store']}")
 
 
@@ -286,7 +289,7 @@ def register(app: typer.Typer) -> None:
         result = _run_eval(params, show_progress=not as_json)
         _print_result(result, as_json)
         if not as_json:
-            report = Path(result["report"])
+            report = Path(result.get("report_html") or result["report"])
             typer.echo("")
             typer.echo(f"Open the report: {report}")
 

@@ -82,8 +82,10 @@ __all__ = [
     "METRICS",
     "CohortAnalysis",
     "analyse_cohorts",
+    "contrasts_of",
     "effects_frame",
     "episodes_frame",
+    "order_arms",
     "paired_samples",
     "render_cohort_table",
     "resolve_gate",
@@ -175,12 +177,14 @@ def episodes_frame(records: Iterable[EpisodeRecord]) -> pl.DataFrame:
     return pl.DataFrame(columns, schema=FRAME_SCHEMA)
 
 
-def _order_arms(arms: Iterable[str]) -> list[str]:
+def order_arms(arms: Iterable[str]) -> list[str]:
+    """The arms in the seed's order (baseline, optimizer, retrieval, full), others sorted."""
     known = [a for a in ARMS if a in arms]
     return known + sorted(set(arms) - set(ARMS))
 
 
-def _contrasts(arms: Sequence[str]) -> list[Contrast]:
+def contrasts_of(arms: Sequence[str]) -> list[Contrast]:
+    """Every treated arm vs baseline, then the ladder steps, of the arms present."""
     found = [Contrast(arm, "baseline") for arm in arms if arm != "baseline" and "baseline" in arms]
     for control, treatment in pairwise(LADDER):
         if control in arms and treatment in arms:
@@ -290,8 +294,8 @@ def _prepare(
             "each arm runs once per pair (mark retried episodes excluded)",
             reason=ReasonCode.MALFORMED_INPUT,
         )
-    arms = _order_arms(arm_frame["arm"].to_list())
-    contrasts = _contrasts(arms)
+    arms = order_arms(arm_frame["arm"].to_list())
+    contrasts = contrasts_of(arms)
     wide = _pair_frame(kept, key, arms, contrasts).collect()
     return wide, summary, arms, contrasts
 

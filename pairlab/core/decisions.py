@@ -83,9 +83,7 @@ class EffectLabels:
         return np.asarray(self.decision <= DECISIONS.index("secondary-win"))
 
 
-def roles(
-    plan: StudyPlan, contrasts: list[Contrast], metrics: Sequence[str] = METRICS
-) -> IntArray:
+def roles(plan: StudyPlan, contrasts: list[Contrast], metrics: Sequence[str] = METRICS) -> IntArray:
     """[contrast, metric] role codes under ``plan`` (``metrics``: the last axis's names)."""
     out = np.full((len(contrasts), len(metrics)), ROLES.index("descriptive"), dtype=np.int8)
     secondary = set(plan.secondary_metrics)

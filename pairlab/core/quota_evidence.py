@@ -10,7 +10,8 @@ units (episodes, or the scheduled intervals of a quota-aware plan):
 
 * ``units``, ``usable`` (non-null), ``excluded`` and ``excludedByReason`` (null
   consumptions by reason; null is never 0 and never averaged in);
-* ``maxConsumptionPct``, ``medianConsumptionPct``, ``precisionPct`` (the largest);
+* ``meanConsumptionPct``, ``minConsumptionPct``, ``maxConsumptionPct``,
+  ``medianConsumptionPct`` (of the usable units), ``precisionPct`` (the largest);
 * ``resolvable``: usable units whose consumption exceeds twice their precision
   (the U of a comparison with an equally precise peer);
 * ``belowPrecision``: true when the arm has usable units and none is resolvable
@@ -46,6 +47,8 @@ PRECISION_SCHEMA: Final[dict[str, pl.DataType]] = {
     "usable": pl.Int64(),
     "excluded": pl.Int64(),
     "excludedByReason": pl.List(pl.Struct({"reason": pl.String(), "count": pl.Int64()})),
+    "meanConsumptionPct": pl.Float64(),
+    "minConsumptionPct": pl.Float64(),
     "maxConsumptionPct": pl.Float64(),
     "medianConsumptionPct": pl.Float64(),
     "precisionPct": pl.Float64(),
@@ -88,6 +91,8 @@ def precision_assessment(frame: pl.DataFrame, *, unit: Unit) -> pl.DataFrame:
             .filter(value.is_null())
             .value_counts(sort=True, name="count")
             .alias("excludedByReason"),
+            value.mean().alias("meanConsumptionPct"),
+            value.min().alias("minConsumptionPct"),
             value.max().alias("maxConsumptionPct"),
             value.median().alias("medianConsumptionPct"),
             pl.col("precision").filter(value.is_not_null()).max().alias("precisionPct"),
@@ -111,10 +116,12 @@ def precision_assessment(frame: pl.DataFrame, *, unit: Unit) -> pl.DataFrame:
 
 
 def precision_json(assessment: pl.DataFrame) -> list[dict[str, object]]:
-    """The rows as JSON-ready dicts (``excludedByReason`` as ``{reason: count}``)."""
+    """The rows as JSON-ready dicts (``excludedByReason`` as ``{reason: count}``, most
+    frequent first, ties by name: the same input always gives the same JSON)."""
     rows = assessment.to_dicts()
     for row in rows:
-        row["excludedByReason"] = {e["reason"]: e["count"] for e in row["excludedByReason"]}
+        counts = sorted(row["excludedByReason"], key=lambda e: (-e["count"], e["reason"]))
+        row["excludedByReason"] = {e["reason"]: e["count"] for e in counts}
     return rows
 
 

@@ -15,7 +15,10 @@ Decision rule (applied per cohort by :mod:`pairlab.core.decisions`):
   contrast this is exactly "the decision interval at ``alpha`` excludes zero".
 * secondary family: every other tested (contrast, metric) of the cohort whose
   metric is a secondary metric (the primary metric on non-primary contrasts
-  included), adjusted with Holm (or Benjamini-Hochberg) at ``alpha``.
+  included), adjusted with Holm (or Benjamini-Hochberg) at ``alpha``. The
+  subscription windows' consumption (``quotaFiveHourConsumptionPct``,
+  ``quotaSevenDayConsumptionPct``) is analysed separately (its own units: the
+  quota intervals), so its tests form their own families under the same rule.
 * a win also needs the gate and non-regressed correctness (seed).
 
 Pure: models, YAML/JSON parsing, the default plan and the canonical hash.
@@ -33,6 +36,7 @@ from pydantic import Field, ValidationError, field_validator, model_validator
 
 from pairlab.core.errors import InvalidInputError, ReasonCode
 from pairlab.core.metrics import METRICS
+from pairlab.core.quota_consumption import QUOTA_METRICS
 from pairlab.core.schemas.base import StrictModel
 from pairlab.core.schemas.episode import ARMS
 from pairlab.core.stats.multiplicity import Correction
@@ -47,11 +51,14 @@ LADDER_CONTRASTS = ("retrieval-vs-optimizer", "full-vs-retrieval")
 TREATMENT_CONTRASTS = tuple(f"{arm}-vs-baseline" for arm in ARMS if arm != "baseline")
 KNOWN_CONTRASTS = (*TREATMENT_CONTRASTS, *LADDER_CONTRASTS)
 PlanSource = Literal["file", "default"]
+# What a plan may name: the token analysis's metrics and the subscription windows'
+# consumption (pairlab.core.subscription analyses those with the same rule).
+PLANNABLE_METRICS = (*METRICS, *QUOTA_METRICS)
 
 
 def _check_metric(name: str) -> str:
-    if name not in METRICS:
-        raise ValueError(f"unknown metric {name!r} (one of: {', '.join(METRICS)})")
+    if name not in PLANNABLE_METRICS:
+        raise ValueError(f"unknown metric {name!r} (one of: {', '.join(PLANNABLE_METRICS)})")
     return name
 
 
@@ -83,7 +90,7 @@ class StudyPlan(StrictModel):
     primary_metric: str = DEFAULT_PRIMARY_METRIC
     primary_metric_by_contrast: dict[str, str] = Field(default_factory=dict)
     primary_contrasts: list[str] = Field(default_factory=lambda: list(TREATMENT_CONTRASTS))
-    secondary_metrics: list[str] = Field(default_factory=lambda: list(METRICS))
+    secondary_metrics: list[str] = Field(default_factory=lambda: list(PLANNABLE_METRICS))
     secondary_correction: Correction = "holm"
     power: PowerTarget | None = None
 
@@ -160,7 +167,7 @@ class ResolvedPlan(StrictModel):
 
 def default_plan(min_pairs: int) -> StudyPlan:
     """The plan of a suite without a plan file: totalTokens on each treatment vs baseline,
-    every metric secondary (Holm), alpha 0.05, ``min_pairs`` from the seed's gate
+    every metric (quota consumption included) secondary (Holm), alpha 0.05, ``min_pairs`` from the seed's gate
     ($TOKEN_OPTIMIZER_EVAL_MIN_PAIRS, else 5)."""
     return StudyPlan(
         id=DEFAULT_PLAN_ID,

@@ -19,6 +19,8 @@ from pairlab.core.schemas.episode import EpisodeRecord
 REPORT_FILES = (
     "report.md",
     "report.json",
+    "report.html",
+    "run.json",
     "episodes.jsonl",
     "episodes.parquet",
     "effects.parquet",
@@ -222,4 +224,8 @@ def check_store(store: Path, run_id: str, planned: list[str]) -> dict[str, Any]:
     statuses = {c["status"] for c in report["analysis"]["cohorts"]}
     assert statuses == {"ok"}, f"every cohort should pass the min-pairs gate: {statuses}"
     assert run_id in (base / "report.md").read_text()
+    # the answer first: the headline, in the JSON and at the top of report.md
+    assert report["headline"]["groups"], "the report opens with the headline"
+    markdown = (base / "report.md").read_text()
+    assert markdown.index("## Answer") < markdown.index("## Cohorts")
     return report

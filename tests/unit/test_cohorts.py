@@ -447,11 +447,11 @@ def test_report_prints_dollar_effects_with_enough_decimals() -> None:
         fields["apiListPriceUsd"] = fields["totalTokens"] * 3e-6
         records.append(EpisodeRecord.model_validate(fields))
     text = render_report_markdown({"run_id": "run-a"}, analyse(records))
-    (row,) = [line for line in text.splitlines() if "| apiListPriceUsd |" in line]
-    cells = row.split("|")  # | contrast | metric | role | estimate | 95% CI | decision CI | ...
-    estimate = float(cells[4].replace(",", ""))
-    assert estimate != 0.0 and abs(estimate) < 0.01  # -0.0003, not "-0.0"
-    decision_high = float(cells[6].strip(" []").split(",")[-1])
-    assert decision_high != 0.0 and abs(decision_high) < 0.01  # the decision interval too
-    (tokens_row,) = [line for line in text.splitlines() if "| totalTokens |" in line]
-    assert re.fullmatch(r"-?[\d,]+\.\d", tokens_row.split("|")[4].strip())  # tokens: 1 decimal
+    (row,) = [line for line in text.splitlines() if line.startswith("| apiListPriceUsd |")]
+    cell = row.split("|")[2]  # | metric | optimizer vs baseline |: "est [low, high] ..."
+    estimate, bounds = cell.strip().split(" ", 1)
+    assert float(estimate) != 0.0 and abs(float(estimate)) < 0.01  # -0.0003, not "-0.0"
+    high = float(bounds.split("]")[0].split(",")[-1])
+    assert high != 0.0 and abs(high) < 0.01  # the interval too
+    (tokens_row,) = [line for line in text.splitlines() if line.startswith("| **totalTokens** |")]
+    assert re.fullmatch(r"-?[\d,]+\.\d", tokens_row.split("|")[2].split()[0])  # tokens: 1 decimal

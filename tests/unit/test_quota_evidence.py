@@ -87,3 +87,32 @@ def test_episodes_frame_feeds_it_directly() -> None:
         five["baseline"]["maxConsumptionPct"] == 4.0 and five["baseline"]["belowPrecision"] is False
     )
     assert five["full"]["excludedByReason"] == {"unrelated-concurrent-quota-use": 1}
+
+
+def test_reasons_are_listed_in_one_order_whatever_the_row_order() -> None:
+    """Tied reasons keep one order (by count, then name): a report re-rendered from the
+    same units is the same bytes."""
+    rows = [
+        ("a", "baseline", None, "unrelated-concurrent-quota-use", None),
+        ("a", "baseline", None, "quota-window-saturated", None),
+        ("a", "baseline", None, "quota-window-saturated", None),
+        ("a", "baseline", None, "unrelated-concurrent-quota-use", None),
+        ("a", "baseline", None, "missing-quota-window", None),
+        ("a", "baseline", 3.0, None, 1.0),
+    ]
+    seen = set()
+    for shift in range(len(rows)):
+        turned = rows[shift:] + rows[:shift]
+        (row,) = precision_json(
+            precision_assessment(_frame(turned), unit="episode").filter(
+                pl.col("window") == "five-hour"
+            )
+        )
+        seen.add(tuple(row["excludedByReason"].items()))
+    assert seen == {
+        (
+            ("quota-window-saturated", 2),
+            ("unrelated-concurrent-quota-use", 2),
+            ("missing-quota-window", 1),
+        )
+    }

@@ -19,7 +19,12 @@ import pytest
 
 from pairlab.core.canary.quota import snapshot_interval
 from pairlab.core.schemas.quota import QuotaObservation as Snapshot
-from pairlab.core.verdict import judge_artifact_bytes, judge_intervals, judge_subscription
+from pairlab.core.verdict import (
+    judge_artifact_bytes,
+    judge_intervals,
+    judge_pooled,
+    judge_subscription,
+)
 from pairlab.core.verdict.artifact import Provider, QuotaObservation
 from pairlab.core.verdict.quota import IntervalOutcome, compare_interval, shared_intervals
 
@@ -148,3 +153,37 @@ def test_the_engine_judges_subscription_with_the_same_function() -> None:
         assert report.pairs[0].subscription is not None
         assert report.pairs[0].subscription.reasons == direct.reasons
         assert report.pairs[0].quota_comparisons == direct.comparisons
+
+
+def test_pooled_pairs_are_judged_together_by_the_same_rule() -> None:
+    """A cohort's quota pairs: their intervals pooled into judge_intervals; a pair with
+    missing telemetry or windows keeps the verdict from being supported."""
+    reduced = ([obs()], [obs(used=(20.0, 21.0))])
+    flat = ([obs(used=(30.0, 31.0))], [obs(used=(40.0, 41.0))])
+    # one pair alone is exactly judge_subscription (pairlab compare's per pair)
+    for pair in (reduced, flat):
+        alone, pooled = judge_subscription(*pair), judge_pooled([pair])
+        assert (pooled.verdict, pooled.reasons, pooled.comparisons) == (
+            alone.verdict,
+            alone.reasons,
+            alone.comparisons,
+        )
+    # pooled: a reduction in one pair, nothing worse anywhere -> supported, where
+    # compare's per-pair aggregation would call the flat pair inconclusive
+    both = judge_pooled([reduced, flat])
+    assert both.verdict == "supported-candidate" and both.reasons == frozenset()
+    assert (
+        both.comparisons
+        == judge_intervals([(r[0][0], r[1][0]) for r in (reduced, flat)]).comparisons
+    )
+    assert judge_subscription(*flat).verdict == "inconclusive"
+    # a pair without observations on one side: inconclusive, with the canary's code
+    missing = judge_pooled([reduced, ([obs()], None)])
+    assert missing.verdict == "inconclusive"
+    assert missing.reasons == {"missing-quota-telemetry"}
+    windows = judge_pooled([reduced, ([obs(), obs("seven-day")], [obs(used=(20.0, 21.0))])])
+    assert windows.verdict == "inconclusive" and "missing-quota-window" in windows.reasons
+    # a regression anywhere rejects, whatever is missing elsewhere
+    worse = ([obs(used=(30.0, 31.0))], [obs(used=(40.0, 43.0))])
+    assert judge_pooled([reduced, worse, ([obs()], None)]).verdict == "rejected"
+    assert judge_pooled([]).reasons == {"missing-quota-telemetry"}

@@ -12,6 +12,7 @@ import pytest
 from pairlab.core.decisions import DECISIONS, REASONS, ROLES, label_effects
 from pairlab.core.errors import InvalidInputError, ReasonCode
 from pairlab.core.metrics import METRICS, Contrast
+from pairlab.core.quota_consumption import QUOTA_METRICS
 from pairlab.core.study_plan import (
     ResolvedPlan,
     StudyPlan,
@@ -84,7 +85,8 @@ def test_resolution_order_and_the_default_plan(tmp_path: Path) -> None:
         "retrieval-vs-baseline",
         "full-vs-baseline",
     ]
-    assert default.secondary_metrics == list(METRICS)
+    # every metric secondary: the token metrics and the subscription windows' consumption
+    assert default.secondary_metrics == [*METRICS, *QUOTA_METRICS]
     suite_plan.write_text(PLAN_YAML)
     assert resolve_plan(None, suite_plan, 7).plan.id == "core-2026-q4"
     other = tmp_path / "other.yaml"

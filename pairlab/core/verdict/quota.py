@@ -1,11 +1,11 @@
 """The subscription verdict from quota intervals, never from token weights or prices.
 
-One implementation, used by ``pairlab compare`` (per pair) and meant for any
-other caller that has paired quota intervals (the per-cohort subscription
-verdict of evidence evals):
+One implementation, used by ``pairlab compare`` (per pair) and by the per-cohort
+subscription verdict of evidence evals (:mod:`pairlab.core.subscription`):
 
     judge_intervals([(baseline_obs, candidate_obs), ...]) -> SubscriptionJudgement
     judge_subscription(baseline_observations, candidate_observations) -> SubscriptionJudgement
+    judge_pooled([(baseline_observations, candidate_observations), ...]) -> SubscriptionJudgement
 
 ``judge_subscription`` is the whole rule for two runs: no observations on a
 side (absent, null or empty) → ``missing-quota-telemetry``; different
@@ -31,6 +31,15 @@ consume more than its baseline does not block support when another interval
 shows a reduction (loom requires a reduction in every interval; this is the
 documented departure, docs/compare-artifact.md). Arithmetic is decimal on the
 values as written, so a difference exactly equal to U is never "larger".
+
+``judge_pooled`` is that verdict over several pairs of runs at once (a cohort's
+quota pairs): every shared interval of every pair goes to ``judge_intervals``
+together, so one supported verdict needs no worse interval anywhere and a
+reduction in at least one; a pair whose telemetry or windows are missing
+(``judge_subscription``'s own first two rules) adds its finding and keeps the
+verdict from being supported. ``pairlab compare`` instead aggregates per-pair
+verdicts (every pair must be supported); both agree on every interval's
+comparison and on every single pair.
 """
 
 from __future__ import annotations
@@ -277,3 +286,34 @@ def judge_subscription(
             Verdict.INCONCLUSIVE, (finding,), quota_evidence(baseline, candidate)
         )
     return judge_intervals(shared_intervals(baseline, candidate))
+
+
+_MISSING = frozenset((R.MISSING_QUOTA_TELEMETRY, R.MISSING_QUOTA_WINDOW))
+
+
+def judge_pooled(
+    pairs: Sequence[tuple[Sequence[QuotaObservation] | None, Sequence[QuotaObservation] | None]],
+) -> SubscriptionJudgement:
+    """The subscription verdict of several pairs' (baseline, candidate) observations
+    pooled: their shared intervals judged together by :func:`judge_intervals`, each
+    pair's missing telemetry or window (as :func:`judge_subscription` finds it) kept
+    as a finding that makes the verdict at best inconclusive. No pair at all is
+    ``missing-quota-telemetry``."""
+    shared: list[tuple[QuotaObservation, QuotaObservation]] = []
+    missing: list[Finding] = []
+    for baseline, candidate in pairs:
+        shared += shared_intervals(baseline, candidate)
+        alone = judge_subscription(baseline, candidate)
+        missing += [f for f in alone.findings if f.reason in _MISSING]
+    if not shared:
+        if not missing:
+            return judge_intervals([])
+        return SubscriptionJudgement(Verdict.INCONCLUSIVE, tuple(missing), ())
+    judged = judge_intervals(shared)
+    if not missing:
+        return judged
+    return SubscriptionJudgement(
+        judged.verdict.worse(Verdict.INCONCLUSIVE),
+        (*judged.findings, *missing),
+        judged.comparisons,
+    )
