@@ -8,9 +8,9 @@ Per candidate (causal protocol seed, "Retrieval economics and safety"):
 * ``confidence`` -- verified 1.0, probable 0.7, speculative 0.4;
 * ``provenance`` -- catalog seed 0.9, the active model's ``wiki_write`` 0.8;
 * ``recency`` -- exp(-age / 30 days);
-* ``outcomes`` -- (helpful + 1) / (helpful + harmful + 2) from the ratings so far;
+* ``outcomes`` -- (helpful + 1) / (helpful + harmful + 1) from the ratings so far;
 * ``costTokens`` -- the cl100k tokens of the text that would be delivered;
-* ``riskTokens`` -- stale 0.5 and speculative 0.25 of the benefit scale.
+* ``riskTokens`` -- the share of the benefit at risk: 0.5 when stale, 0.25 when speculative.
 
 ``benefitTokens = BENEFIT_SCALE_TOKENS * relevance * confidence * provenance * recency
 * outcomes``; a candidate is **eligible** when it is not quarantined, its relevance is
@@ -138,9 +138,9 @@ def score(
     confidence = CONFIDENCE.get(draft.confidence_label, CONFIDENCE["speculative"])
     provenance = PROVENANCE.get(finding.source, PROVENANCE["wiki_write"])
     recency = math.exp(-_age_days(finding.written_at, now) / RECENCY_DAYS)
-    outcomes = (finding.helpful + 1) / (finding.helpful + finding.harmful + 2)
+    outcomes = (finding.helpful + 1) / (finding.helpful + finding.harmful + 1)
     benefit = BENEFIT_SCALE_TOKENS * relevance * confidence * provenance * recency * outcomes
-    risk = BENEFIT_SCALE_TOKENS * (
+    risk = benefit * (
         (STALE_RISK if stale else 0.0)
         + (SPECULATIVE_RISK if draft.confidence_label == "speculative" else 0.0)
     )
