@@ -103,6 +103,7 @@ def _execute_one(
         keep_workspace=params.keep_workspaces,
         account_dir=account_dir,
         endpoint_url=registered.url if registered is not None else None,
+        holdout_share=params.holdout_share,
     )
     episode_dir = run_dir.episode_dir(planned.episode_id)
     # quoted(): Prefect would otherwise walk these objects looking for futures on every
@@ -156,6 +157,7 @@ def _execute_one(
         ledger=collected.ledger,
         include_transcript=params.include_transcript,
         concurrent_use=measured.concurrent_use,
+        evidence=collected.evidence,
     )
     return record_episode(quoted(run_dir), quoted(record))
 

@@ -90,6 +90,15 @@ class EvidenceEvalParams(BaseModel):
         le=86_400,
         description="Quota-aware schedule: length of each interval (must exceed its episodes)",
     )
+    holdout_share: float = Field(
+        0.5,
+        ge=0,
+        le=1,
+        description=(
+            "Retrieval holdouts: the seeded share of eligible findings withheld (ids and "
+            "shadow tokens logged, never shown) in retrieval and full arms"
+        ),
+    )
     emulator: EmulatorSettings = Field(
         default_factory=EmulatorSettings,
         description=(

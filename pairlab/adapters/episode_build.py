@@ -8,8 +8,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 from pathlib import Path
 
-from pairlab.adapters.backends.base import EpisodeSpec, RunOutcome
+from pairlab.adapters.backends.base import EpisodeSpec, GraphSeed, RunOutcome
 from pairlab.adapters.episode_io import EpisodeUsage, price_episode
+from pairlab.core.findings.evidence import EpisodeEvidence
+from pairlab.core.findings.retrieval import DEFAULT_HOLDOUT_SHARE
 from pairlab.core.plan import PlannedEpisode
 from pairlab.core.quota_consumption import UNKNOWN_CONCURRENT_USE, ConcurrentUse
 from pairlab.core.records import build_episode_record, exclusion_for
@@ -32,11 +34,25 @@ def episode_spec(
     extra_env: dict[str, str] | None = None,
     timeout_s: float | None = None,
     endpoint_url: str | None = None,
+    holdout_share: float = DEFAULT_HOLDOUT_SHARE,
+    carried_graph: Path | None = None,
 ) -> EpisodeSpec:
     """The backend's spec for one planned episode (``timeout_s`` None: the profile's;
     ``model`` None: the profile's default model; ``endpoint_url``: the episode's base URL
-    on the run's provider emulator)."""
+    on the run's provider emulator). Retrieval and full arms get the task's catalog
+    findings (and a carried graph: the warm stratum) planted in their graph, holdouts
+    seeded by the run seed."""
     entry = suite.task(planned.task_id)
+    graph_seed = (
+        GraphSeed(
+            findings=list(entry.seed_findings),
+            holdout_share=holdout_share,
+            holdout_seed=str(seed),
+            carried=carried_graph,
+        )
+        if entry.seed_findings or carried_graph is not None
+        else None
+    )
     return EpisodeSpec(
         run_id=run_id,
         episode_id=planned.episode_id,
@@ -56,6 +72,7 @@ def episode_spec(
         extra_env=dict(extra_env or {}),
         sim_account_dir=account_dir,
         endpoint_url=endpoint_url,
+        graph_seed=graph_seed,
     )
 
 
@@ -76,15 +93,17 @@ def episode_record(
     ledger: dict[str, int | None] | None,
     include_transcript: bool,
     concurrent_use: ConcurrentUse = UNKNOWN_CONCURRENT_USE,
+    evidence: EpisodeEvidence | None = None,
 ) -> EpisodeRecord:
     """The schema-v2 record of one episode; the suite's exclusion rules applied, usage priced,
-    quota consumption per window computed (null + reason unless usable)."""
+    quota consumption per window computed (null + reason unless usable); with the
+    intervention's ``evidence`` its finding fields and the exact/fallback tool-call join."""
     entry = suite.task(planned.task_id)
     model = usage.primary_model or requested_model or profile.model
     list_price_usd, catalog_version = price_episode(
         profile, model, outcome.started_at, usage.vector, usage.api_calls
     )
-    return build_episode_record(
+    record = build_episode_record(
         run_id=run_id,
         episode_id=planned.episode_id,
         pair_id=planned.pair_id,
@@ -128,4 +147,23 @@ def episode_record(
         price_catalog_version=catalog_version,
         concurrent_use=concurrent_use,
         quota_interval_id=planned.quota_interval,
+    )
+    return record if evidence is None else with_evidence(record, evidence)
+
+
+def with_evidence(record: EpisodeRecord, evidence: EpisodeEvidence) -> EpisodeRecord:
+    """The record with the intervention's own account of findings and the tool-call join."""
+    return record.model_copy(
+        update={
+            "finding_ids": evidence.finding_ids,
+            "shadow_finding_ids": evidence.shadow_finding_ids,
+            "delivered_tokens": evidence.delivered_tokens,
+            "shadow_tokens": evidence.shadow_tokens,
+            "injection_id": evidence.injection_id,
+            "tool_call_id": evidence.tool_call_id,
+            "join_method": evidence.join_method,
+            "join_fallback_reason": evidence.join_fallback_reason,
+            "mcp_tool_calls": evidence.mcp_calls,
+            "finding_evidence": evidence.to_json(),
+        }
     )

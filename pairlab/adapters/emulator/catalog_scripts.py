@@ -18,6 +18,7 @@ from pairlab.adapters.paths import catalog_dir as default_catalog_dir
 from pairlab.core.emulator.edits import FileChange
 from pairlab.core.emulator.scripted_model import TaskScript
 from pairlab.core.errors import InvalidInputError, ReasonCode
+from pairlab.core.findings.contract import normalize_text
 from pairlab.core.schemas.catalog import TaskEntry, load_task
 
 README_NAMES = ("README.md", "README.rst", "README.txt", "README")
@@ -76,6 +77,9 @@ def build_task_script(catalog: Path, task: TaskEntry) -> TaskScript:
         readme=readme,
         context=tuple(named),
         final_answer=task.final_answer,
+        query=task.prompt,
+        explore=tuple(task.explore),
+        finding_effects=tuple((normalize_text(f.claim), f.effect) for f in task.seed_findings),
     )
 
 
