@@ -177,7 +177,9 @@ class McpSession:
         try:
             text = self.tools[name].handler(self.context, call)
         except ToolFailure as exc:
+            self.context.log_call(call, is_error=True)
             return _result(request_id, _text_result(str(exc), is_error=True))
+        self.context.log_call(call, is_error=False)
         return _result(request_id, _text_result(text, is_error=False))
 
 

@@ -57,9 +57,11 @@ def _server(dirs: EpisodeDirs, arm: str, graph: Path, **env: str) -> ServerProce
     return server
 
 
-def _events(dirs: EpisodeDirs) -> list[dict[str, Any]]:
+def _events(dirs: EpisodeDirs, *, calls: bool = False) -> list[dict[str, Any]]:
+    """The evidence log's events (the per-call ``call`` events only when asked)."""
     path = dirs.state / "evidence-log.jsonl"
-    return [json.loads(x) for x in path.read_text().splitlines()] if path.exists() else []
+    rows = [json.loads(x) for x in path.read_text().splitlines()] if path.exists() else []
+    return [r for r in rows if calls or r["event"] != "call"]
 
 
 def _graph(graph: Path) -> list[dict[str, Any]]:
@@ -117,6 +119,12 @@ def test_exact_normalized_duplicates_collapse_to_one_active_finding(tmp_path: Pa
     assert [e["event"] for e in events] == ["finding", "duplicate", "finding"]
     log = _events(dirs)
     assert log[0]["toolCallId"] == "toolu_a" and log[1]["toolCallId"] is None  # the client's own id
+    calls = [e for e in _events(dirs, calls=True) if e["event"] == "call"]
+    assert [(c["tool"], c["toolCallId"], c["isError"]) for c in calls] == [
+        ("wiki_write", "toolu_a", False),
+        ("wiki_write", None, False),
+        ("wiki_write", None, False),
+    ]
 
 
 def _plant(dirs: EpisodeDirs, graph: Path, *seeds: SeedFinding, share: float = 0.0) -> list[str]:
