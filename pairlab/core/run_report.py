@@ -23,6 +23,7 @@ from pydantic import Field
 
 from pairlab.core.cohort_report import effects_frame
 from pairlab.core.cohorts import analyse_cohorts
+from pairlab.core.findings.claim2 import render_retrieval_markdown, retrieval_evidence
 from pairlab.core.headline import build_headline
 from pairlab.core.quota_intervals import QuotaIntervalRecord
 from pairlab.core.report import build_report_json, render_report_markdown
@@ -177,13 +178,16 @@ def render_run_report(
     meta = run_meta(settings, records, analysis)
     headline = build_headline(analysis, subscription)
     payload = build_report_json(meta, analysis, subscription, headline)
+    retrieval = retrieval_evidence(records)  # issue 18, claim 2
+    payload["retrievalEvidence"] = retrieval
     effects = pl.concat(
         [effects_frame(dict(analysis)), effects_frame(subscription)], how="vertical"
     )
     return RenderedReport(
         payload=payload,
         json_text=report_json_text(payload),
-        markdown=render_report_markdown(meta, analysis, subscription, headline),
+        markdown=render_report_markdown(meta, analysis, subscription, headline)
+        + "\n".join(render_retrieval_markdown(retrieval)),
         html=render_report_html(payload),
         effects=effects,
     )
