@@ -73,7 +73,7 @@ def run_eval(tmp_path: Path, profile: str, backend: str, **overrides: Any) -> tu
         from tests.integration.backend_fixtures import docker_client_or_skip
 
         docker_client_or_skip().close()
-    run_id = f"real-{profile}-{backend}"
+    run_id = overrides.pop("run_id_override", None) or f"real-{profile}-{backend}"
     work = tmp_path / "work"
     params = EvidenceEvalParams(
         profile=profile,
