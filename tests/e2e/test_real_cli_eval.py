@@ -253,7 +253,7 @@ def test_the_readme_main_job_runs_the_real_claude_by_default(tmp_path: Path) -> 
     assert len(agree) == summary["episodes"] and all(agree)
     records = [json.loads(line) for line in (run / "episodes.jsonl").read_text().splitlines()]
     assert {(r["client"], r["clientVersion"], r["model"]) for r in records} == {
-        ("claude", "2.1.332", "claude-sonnet-5-5")
+        ("claude", "2.1.332", "claude-sonnet-5")
     }
     bad = demo("--profile", "nope")
     assert bad.returncode == 2 and "unknown runner profile 'nope'" in bad.stdout + bad.stderr
