@@ -33,6 +33,7 @@ from pairlab.core.schemas.episode import EpisodeRecord
 from pairlab.core.study_plan import ResolvedPlan
 from pairlab.core.subscription import analyse_subscription
 from pairlab.core.verdict.artifact import ProviderValue
+from pairlab.core.warm_stratum import render_warm_markdown, warm_effects
 
 RUN_SETTINGS_NAME: Final = "run.json"
 DEFAULT_RESAMPLES: Final = 10_000
@@ -180,6 +181,8 @@ def render_run_report(
     payload = build_report_json(meta, analysis, subscription, headline)
     retrieval = retrieval_evidence(records)  # issue 18, claim 2
     payload["retrievalEvidence"] = retrieval
+    warm = warm_effects(records)  # issue 18, claim 4 (None without a warm stratum)
+    payload["acrossSessions"] = warm
     effects = pl.concat(
         [effects_frame(dict(analysis)), effects_frame(subscription)], how="vertical"
     )
@@ -187,7 +190,7 @@ def render_run_report(
         payload=payload,
         json_text=report_json_text(payload),
         markdown=render_report_markdown(meta, analysis, subscription, headline)
-        + "\n".join(render_retrieval_markdown(retrieval)),
+        + "\n".join([*render_retrieval_markdown(retrieval), *render_warm_markdown(warm)]),
         html=render_report_html(payload),
         effects=effects,
     )

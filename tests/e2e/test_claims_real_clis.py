@@ -126,7 +126,7 @@ def ledger_turns(
 
 @pytest.mark.parametrize("profile", ["claude", "codex"])
 def test_useful_findings_cut_turns_useless_ones_do_not_and_joins_are_exact(
-    tmp_path: Path, profile: str
+    prefect_harness: None, tmp_path: Path, profile: str
 ) -> None:
     coverage = {}
     for suite in ("claims-useful", "claims-useless"):

@@ -79,12 +79,10 @@ def run_eval(tmp_path: Path, profile: str, backend: str, **overrides: Any) -> tu
         profile=profile,
         backend=backend,  # type: ignore[arg-type]
         run_id=run_id,
-        repetitions=1,
-        min_pairs=2,
         store=str(tmp_path / "store"),
         work_dir=str(work),
         include_transcript=True,
-        **overrides,
+        **{"repetitions": 1, "min_pairs": 2, **overrides},
     )
     state = evidence_eval(params, return_state=True)
     assert state.is_completed(), state

@@ -79,7 +79,26 @@ def build_task_script(catalog: Path, task: TaskEntry) -> TaskScript:
         final_answer=task.final_answer,
         query=task.prompt,
         explore=tuple(task.explore),
-        finding_effects=tuple((normalize_text(f.claim), f.effect) for f in task.seed_findings),
+        finding_effects=(
+            *((normalize_text(f.claim), f.effect) for f in task.seed_findings),
+            *((normalize_text(c.claim), c.effect) for c in task.carried_effects),
+        ),
+        harvest=tuple(
+            tuple(
+                sorted(
+                    {
+                        "claim": f.claim,
+                        "anchors": list(f.anchors),
+                        "evidence": f.evidence,
+                        "applicability": f.applicability,
+                        "confidenceLabel": f.confidence_label,
+                        "scope": f.scope,
+                        "invalidators": list(f.invalidators),
+                    }.items()
+                )
+            )
+            for f in task.harvest
+        ),
     )
 
 

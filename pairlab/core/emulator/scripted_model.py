@@ -77,6 +77,7 @@ class TaskScript:
     query: str = ""
     explore: tuple[str, ...] = ()
     finding_effects: tuple[tuple[str, str], ...] = ()
+    harvest: tuple[tuple[tuple[str, Any], ...], ...] = ()  # wiki_write arguments (full arm)
 
     def effect_of(self, claim: str) -> str | None:
         key = normalize_text(claim)
@@ -235,7 +236,7 @@ def _claude_edit(ctx: _Context, change: FileChange, read_via_mcp: bool) -> Scrip
 def _recall(ctx: _Context) -> Generator[ToolCall, PastCall, list[tuple[str, str | None]]]:
     """Ask the intervention for findings when it offers ``recall``: (id, effect) of each
     delivered finding (effect: the catalog's ground truth for its claim)."""
-    if not ctx.task.finding_effects and not ctx.task.explore:
+    if not ctx.task.finding_effects and not ctx.task.explore and not ctx.task.harvest:
         return []  # a task without planted findings: the script is unchanged
     template = yield from _mcp_tool(ctx, "recall")
     if template is None:
@@ -261,6 +262,15 @@ def _rate(ctx: _Context, delivered: list[tuple[str, str | None]]) -> Script:
             {"findingId": finding_id, "rating": "harmful", "reason": "it misled the change"},
             namespace=template.namespace,
         )
+
+
+def _harvest(ctx: _Context) -> Script:
+    """Record the task's harvest findings when the request offers ``wiki_write``."""
+    for finding in ctx.task.harvest:
+        template = yield from _mcp_tool(ctx, "wiki_write")
+        if template is None:
+            return
+        yield ToolCall(template.name, dict(finding), namespace=template.namespace)
 
 
 def _script(ctx: _Context) -> Script:
@@ -308,6 +318,8 @@ def _script(ctx: _Context) -> Script:
         else:
             yield ToolCall("exec_command", {"cmd": command})
     yield from _rate(ctx, delivered)
+    if choices.variant == "correct":
+        yield from _harvest(ctx)
 
 
 def final_text(task: TaskScript, variant: Variant) -> str:

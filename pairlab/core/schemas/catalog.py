@@ -60,6 +60,13 @@ class SeedFinding(StrictModel):
     effect: Literal["useful", "useless", "harmful"] = "useless"
 
 
+class CarriedEffect(StrictModel):
+    """The scripted model's ground truth for a finding carried from another session."""
+
+    claim: str
+    effect: Literal["useful", "useless", "harmful"]
+
+
 class TaskEntry(StrictModel):
     schema_version: Literal[1] = 1
     id: str = Field(pattern=r"^[a-z0-9][a-z0-9._-]{0,79}$")
@@ -74,6 +81,10 @@ class TaskEntry(StrictModel):
     # files the scripted model reads to orient itself unless a delivered useful finding
     # covers them (issue 18: what a useful finding saves)
     explore: list[str] = Field(default_factory=list)
+    # issue 18, claim 4: what the active model records with wiki_write in a full-arm
+    # (harvest) session of this task, and the effects of carried findings on this task
+    harvest: list[SeedFinding] = Field(default_factory=list)
+    carried_effects: list[CarriedEffect] = Field(default_factory=list)
     solution: str = Field(
         min_length=1
     )  # directory under catalog/solutions/, overlaid on the workspace
