@@ -6,7 +6,9 @@
   ones are delivered or, for a seeded share, held out: a held-out finding is not
   shown (the answer reads as if there were none) but its id and the tokens it would
   have cost are logged. Stale findings (an anchored file changed) are scored with
-  their risk and flagged when delivered.
+  their risk and flagged when delivered. A ``project``-scoped finding none of whose
+  anchors exists in this workspace belongs to another project: not a candidate
+  (``organization``/``global`` ones are, deliberately chosen for cross-project reuse).
 * ``wiki_write(...)`` -- the semantic finding contract (pairlab.core.findings.contract);
   refusals name the failing field; an exact normalized duplicate collapses into the
   existing finding.
@@ -74,8 +76,13 @@ def recall(context: ToolContext, call: ToolCall) -> str:
     blocks: dict[str, str] = {}
     stale_of: dict[str, list[str]] = {}
     scored: list[Scored] = []
+    out_of_scope: list[str] = []
     for finding in state.active():
-        stale = stale_anchors(finding, store.file_hash)
+        hashes = {path: store.file_hash(path) for path in finding.anchor_hashes}
+        if finding.draft.scope == "project" and all(h is None for h in hashes.values()):
+            out_of_scope.append(finding.finding_id)  # another project's finding
+            continue
+        stale = stale_anchors(finding, hashes.get)
         block = render(finding, stale)
         blocks[finding.finding_id], stale_of[finding.finding_id] = block, stale
         scored.append(
@@ -91,6 +98,7 @@ def recall(context: ToolContext, call: ToolCall) -> str:
             "event": "recall",
             "holdoutShare": settings.holdout_share,
             "candidates": [s.to_json() for s in scored],
+            "outOfScope": out_of_scope,
             "quarantinedSkipped": sorted(
                 f.finding_id for f in state.findings.values() if f.quarantined
             ),

@@ -17,7 +17,7 @@ from typing import Literal
 
 import pytest
 
-from pairlab.adapters.backends.base import EpisodeSpec, PreparedEpisode, RunOutcome
+from pairlab.adapters.backends.base import EpisodeSpec, GraphSeed, PreparedEpisode, RunOutcome
 from pairlab.adapters.backends.local import LocalBackend
 from pairlab.adapters.cli_output import (
     claude_final_answer,
@@ -183,6 +183,7 @@ def run_cli_episode(
     preview_tokens: int = 600,
     account: str = "default",
     catalog: Path = CATALOG_DIR,
+    graph_seed: GraphSeed | None = None,
 ) -> CliEpisode:
     require_cli(cli)
     handle = emulator.register_episode(
@@ -210,6 +211,7 @@ def run_cli_episode(
         timeout_s=EPISODE_TIMEOUT_S,
         seed=seed,
         extra_env=extra_env,
+        graph_seed=graph_seed,
     )
     prepared = backend.prepare(spec)
     outcome = backend.run(prepared)
