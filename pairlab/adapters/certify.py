@@ -86,6 +86,9 @@ class ProfileCertification(_Model):
     checks: list[CertifyCheck]
     version: str | None
     matrix: IsolationMatrix | None = None
+    # claim 1 (issue 18): lifecycle events the protocol exposed to the intervention, per
+    # client; deterministic verification, never causal evidence
+    lifecycle: dict[str, Any] | None = None
 
 
 class CertifyReport(_Model):

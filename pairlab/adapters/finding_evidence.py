@@ -64,3 +64,18 @@ def read_episode_evidence(collected: CollectedFiles, transcripts: list[Path]) ->
         elif path.name == LEDGER_ROWS_FILE:
             rows.extend(read_jsonl(path)[0])
     return summarize(events, rows, transcript_call_ids(transcripts))
+
+
+def lifecycle_of(client: str, collected: Path, trace_name: str) -> dict[str, Any]:
+    """Claim 1's lifecycle certification of one treated episode's collected files."""
+    from pairlab.core.findings.lifecycle import certify_lifecycle
+
+    state = collected / "state"
+    pattern = ".claude/projects" if client == "claude" else ".codex/sessions"
+    transcripts = sorted((collected / "home" / pattern).rglob("*.jsonl"))
+    return certify_lifecycle(
+        client,
+        read_jsonl(state / trace_name)[0],
+        read_jsonl(state / EVIDENCE_LOG_FILE)[0],
+        transcript_call_ids(transcripts),
+    )

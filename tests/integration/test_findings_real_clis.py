@@ -17,9 +17,11 @@ import pytest
 from pairlab.adapters.backends.base import GraphSeed
 from pairlab.adapters.backends.local import LocalBackend
 from pairlab.adapters.emulator import ProviderEmulator
+from pairlab.adapters.finding_evidence import transcript_call_ids
 from pairlab.core.findings.graph import audit_trail, fold
+from pairlab.core.findings.lifecycle import certify_lifecycle
 from pairlab.core.schemas.catalog import load_task
-from tests.integration.realcli_harness import Cli, run_cli_episode
+from tests.integration.realcli_harness import TRACE, Cli, run_cli_episode
 from tests.support import CATALOG_DIR
 
 pytestmark = [pytest.mark.realcli, pytest.mark.timeout(900)]
@@ -90,3 +92,41 @@ def test_a_harmful_finding_is_quarantined_after_two_ratings_and_never_delivered_
         "rating",
         "quarantine",
     ]
+
+
+@pytest.mark.parametrize("cli", ["claude", "codex"])
+def test_lifecycle_events_each_client_exposes_to_the_intervention(
+    emulator: ProviderEmulator, backend: LocalBackend, cli: Cli
+) -> None:
+    """Claim 1: session start, discovery, MCP calls with the client's own call and session
+    ids are observed for both real CLIs; built-in tool use is not exposed to an MCP server.
+    Labelled deterministic verification, never causal evidence."""
+    task = load_task(CATALOG_DIR / "tasks" / "recall-legacy-caller.yaml")
+    seed = GraphSeed(findings=list(task.seed_findings), holdout_share=0.0)
+    episode = run_cli_episode(
+        emulator, backend, cli, task, arm="retrieval", with_mcp=True, graph_seed=seed
+    )
+    transcripts = sorted(
+        (episode.home / (".claude/projects" if cli == "claude" else ".codex/sessions")).rglob(
+            "*.jsonl"
+        )
+    )
+    report = certify_lifecycle(
+        cli,
+        _jsonl(episode.state / TRACE),
+        _jsonl(episode.state / "evidence-log.jsonl"),
+        transcript_call_ids(transcripts),
+    )
+    assert (report["kind"], report["causalEvidence"]) == ("deterministic-verification", False)
+    statuses = {name: event["status"] for name, event in report["events"].items()}
+    assert statuses == {
+        "session-start": "observed",
+        "tool-discovery": "observed",
+        "mcp-tool-call": "observed",
+        "client-call-id": "observed",
+        "client-session-id": "observed",
+        "tool-use": "not-exposed",
+    }, report
+    assert report["passed"] is True
+    name = {"claude": "claude-code", "codex": "codex"}[cli]
+    assert name in report["events"]["session-start"]["detail"], report["events"]
