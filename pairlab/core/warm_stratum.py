@@ -4,7 +4,7 @@ A warm-stratum eval plans two strata together: **cold** (every episode starts fr
 the task's own catalog graph, as always) and **warm** (retrieval/full arms also get
 the graph a harvest session wrote, carried frozen and hashed). The strata have their
 own pairs (``<run>:<task>:<rep>`` and ``<run>:warm:<task>:<rep>``), the same Williams
-orders and the same emulator script draws per repetition, and every record names its
+order and the same emulator script draws per repetition, and every record names its
 stratum: cohorts (pairlab.core.metrics.KEY_COLUMNS) include the stratum, so cold
 and warm are analysed and reported separately and never pooled.
 
@@ -22,7 +22,7 @@ from typing import Any, Final
 import numpy as np
 
 from pairlab.core.plan import Schedule, plan_schedule
-from pairlab.core.schemas.episode import EpisodeRecord
+from pairlab.core.schemas.episode import EpisodeRecord, make_episode_id, make_pair_id
 from pairlab.core.stats.seeds import make_rng
 
 COLD: Final = "cold"
@@ -37,11 +37,19 @@ def plan_warm_schedule(
 ) -> Schedule:
     """Cold and warm strata planned together (cold pairs first, then warm)."""
     cold = plan_schedule(task_ids, arms, repetitions, seed, run_id)
-    warm = plan_schedule(task_ids, arms, repetitions, seed, f"{run_id}:{WARM}")
-    entries = [
-        *(e.model_copy(update={"stratum": COLD}) for e in cold.entries),
-        *(e.model_copy(update={"stratum": WARM}) for e in warm.entries),
-    ]
+    warm = []
+    for e in cold.entries:  # the same Williams order; its own pair
+        pair_id = make_pair_id(f"{run_id}:{WARM}", e.task_id, e.repetition)
+        warm.append(
+            e.model_copy(
+                update={
+                    "stratum": WARM,
+                    "pair_id": pair_id,
+                    "episode_id": make_episode_id(pair_id, e.arm),
+                }
+            )
+        )
+    entries = [*(e.model_copy(update={"stratum": COLD}) for e in cold.entries), *warm]
     return cold.model_copy(update={"entries": entries, "strata": [COLD, WARM]})
 
 
