@@ -81,7 +81,7 @@ def episode_profile(
                 "--mcp-config",
                 _claude_mcp_config(arm if with_mcp else "baseline"),
             ]
-            for arm in ("baseline", "optimizer")
+            for arm in ("baseline", "optimizer", "retrieval", "full")
         }
         usage_paths = [".claude/projects/**/*.jsonl"]
     else:
@@ -89,7 +89,10 @@ def episode_profile(
         mcp = codex_arm_args() if with_mcp else []
         arm_args = {
             "baseline": ["-c", "project_doc_max_bytes=0"],
-            "optimizer": ["-c", "project_doc_max_bytes=0", *mcp],
+            **{
+                arm: ["-c", "project_doc_max_bytes=0", *mcp]
+                for arm in ("optimizer", "retrieval", "full")
+            },
         }
         usage_paths = [".codex/sessions/**/*.jsonl"]
     return RunnerProfile(
