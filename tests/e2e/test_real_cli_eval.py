@@ -177,7 +177,7 @@ def check_savings(profile: str, work: Path, run_id: str, records: dict[str, Epis
     ],
 )
 def test_the_core_suite_through_the_real_cli_agrees_with_the_emulator(
-    tmp_path: Path, profile: str, backend: str
+    prefect_harness: None, tmp_path: Path, profile: str, backend: str
 ) -> None:
     seed = pick_seed()
     work, run_id = run_eval(
