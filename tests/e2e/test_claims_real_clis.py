@@ -160,5 +160,10 @@ def test_useful_findings_cut_turns_useless_ones_do_not_and_joins_are_exact(
             assert turns["excludesZero"] is False and turns["low"] <= 0 <= turns["high"], turns
             assert sorted(with_finding) == sorted(without)
         assert effect_of(work, run_id, suite, "correct")["estimate"] == 0.0
-        print(f"{profile} {suite}: turns effect {turns}; exact join coverage {coverage[suite]:.3f}")
+        tokens = effect_of(work, run_id, suite, "totalTokens")
+        involved = sum((r.mcp_tool_calls or 0) > 0 for r in records.values())
+        print(
+            f"{profile} {suite}: turns {turns}; tokens {tokens}; exact join coverage "
+            f"{coverage[suite]:.3f} of {involved} MCP-involving episodes"
+        )
     assert min(coverage.values()) >= 0.95, coverage
