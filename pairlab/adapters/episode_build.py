@@ -13,7 +13,7 @@ from pairlab.adapters.episode_io import EpisodeUsage, price_episode
 from pairlab.core.plan import PlannedEpisode
 from pairlab.core.quota_consumption import UNKNOWN_CONCURRENT_USE, ConcurrentUse
 from pairlab.core.records import build_episode_record, exclusion_for
-from pairlab.core.schemas.catalog import LoadedSuite
+from pairlab.core.schemas.catalog import LoadedSuite, TaskEntry
 from pairlab.core.schemas.episode import EpisodeRecord, GraderCheck
 from pairlab.core.schemas.profile import RunnerProfile
 from pairlab.core.schemas.quota import QuotaObservation
@@ -24,6 +24,7 @@ def episode_spec(
     *,
     run_id: str,
     suite: LoadedSuite,
+    entry: TaskEntry,
     profile: RunnerProfile,
     model: str | None,
     seed: int,
@@ -35,8 +36,9 @@ def episode_spec(
 ) -> EpisodeSpec:
     """The backend's spec for one planned episode (``timeout_s`` None: the profile's;
     ``model`` None: the profile's default model; ``endpoint_url``: the episode's base URL
-    on the run's provider emulator)."""
-    entry = suite.task(planned.task_id)
+    on the run's provider emulator). ``entry`` is the planned task's catalog entry, looked
+    up once by the caller and passed along the episode's path."""
+    _same_task(planned, entry)
     return EpisodeSpec(
         run_id=run_id,
         episode_id=planned.episode_id,
@@ -65,6 +67,7 @@ def episode_record(
     run_id: str,
     stratum: str | None,
     suite: LoadedSuite,
+    entry: TaskEntry,
     profile: RunnerProfile,
     backend_name: str,
     requested_model: str | None,
@@ -79,7 +82,7 @@ def episode_record(
 ) -> EpisodeRecord:
     """The schema-v2 record of one episode; the suite's exclusion rules applied, usage priced,
     quota consumption per window computed (null + reason unless usable)."""
-    entry = suite.task(planned.task_id)
+    _same_task(planned, entry)
     model = usage.primary_model or requested_model or profile.model
     list_price_usd, catalog_version = price_episode(
         profile, model, outcome.started_at, usage.vector, usage.api_calls
@@ -129,3 +132,8 @@ def episode_record(
         concurrent_use=concurrent_use,
         quota_interval_id=planned.quota_interval,
     )
+
+
+def _same_task(planned: PlannedEpisode, entry: TaskEntry) -> None:
+    if entry.id != planned.task_id:  # a caller passed another episode's entry: a bug, not input
+        raise ValueError(f"task entry {entry.id!r} given for planned task {planned.task_id!r}")
