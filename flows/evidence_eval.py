@@ -27,7 +27,8 @@ from flows.params import EvidenceEvalParams
 from flows.quota_block import quota_interval_plan, run_quota_block, write_quota_intervals
 from flows.warm_harvest import harvest_graph
 from pairlab.adapters import progress as progress_events
-from pairlab.adapters.backends.base import ExecutionBackend, make_backend
+from pairlab.adapters.backends.base import ExecutionBackend
+from pairlab.adapters.backends.factory import make_backend
 from pairlab.adapters.episode_build import episode_record, episode_spec
 from pairlab.adapters.episode_io import (
     load_eval_inputs,
@@ -105,6 +106,7 @@ def _execute_one(
         planned,
         run_id=run_dir.run_id,
         suite=suite,
+        entry=task_entry,
         profile=profile,
         model=params.model,
         seed=params.seed,
@@ -155,6 +157,7 @@ def _execute_one(
         run_id=run_dir.run_id,
         stratum=planned.stratum,
         suite=suite,
+        entry=task_entry,
         profile=profile,
         backend_name=backend.name,
         requested_model=params.model,

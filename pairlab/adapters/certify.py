@@ -25,7 +25,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict
 
-from pairlab.adapters.backends.base import BASELINE_ARM, EpisodeSpec, ExecutionBackend, make_backend
+from pairlab.adapters.backends.base import BASELINE_ARM, EpisodeSpec, ExecutionBackend
+from pairlab.adapters.backends.factory import make_backend
 from pairlab.adapters.isolation_probe import (
     SeenConfig,
     config_in_home,

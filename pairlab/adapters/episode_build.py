@@ -15,7 +15,7 @@ from pairlab.core.findings.retrieval import DEFAULT_HOLDOUT_SHARE
 from pairlab.core.plan import PlannedEpisode
 from pairlab.core.quota_consumption import UNKNOWN_CONCURRENT_USE, ConcurrentUse
 from pairlab.core.records import build_episode_record, exclusion_for
-from pairlab.core.schemas.catalog import LoadedSuite
+from pairlab.core.schemas.catalog import LoadedSuite, TaskEntry
 from pairlab.core.schemas.episode import EpisodeRecord, GraderCheck
 from pairlab.core.schemas.profile import RunnerProfile
 from pairlab.core.schemas.quota import QuotaObservation
@@ -26,6 +26,7 @@ def episode_spec(
     *,
     run_id: str,
     suite: LoadedSuite,
+    entry: TaskEntry,
     profile: RunnerProfile,
     model: str | None,
     seed: int,
@@ -39,10 +40,11 @@ def episode_spec(
 ) -> EpisodeSpec:
     """The backend's spec for one planned episode (``timeout_s`` None: the profile's;
     ``model`` None: the profile's default model; ``endpoint_url``: the episode's base URL
-    on the run's provider emulator). Retrieval and full arms get the task's catalog
-    findings (and a carried graph: the warm stratum) planted in their graph, holdouts
-    seeded by the run seed."""
-    entry = suite.task(planned.task_id)
+    on the run's provider emulator). ``entry`` is the planned task's catalog entry, looked
+    up once by the caller and passed along the episode's path. Retrieval and full arms
+    get the task's catalog findings (and a carried graph: the warm stratum) planted in
+    their graph, holdouts seeded by the run seed."""
+    _same_task(planned, entry)
     graph_seed = (
         GraphSeed(
             findings=list(entry.seed_findings),
@@ -82,6 +84,7 @@ def episode_record(
     run_id: str,
     stratum: str | None,
     suite: LoadedSuite,
+    entry: TaskEntry,
     profile: RunnerProfile,
     backend_name: str,
     requested_model: str | None,
@@ -98,7 +101,7 @@ def episode_record(
     """The schema-v2 record of one episode; the suite's exclusion rules applied, usage priced,
     quota consumption per window computed (null + reason unless usable); with the
     intervention's ``evidence`` its finding fields and the exact/fallback tool-call join."""
-    entry = suite.task(planned.task_id)
+    _same_task(planned, entry)
     model = usage.primary_model or requested_model or profile.model
     list_price_usd, catalog_version = price_episode(
         profile, model, outcome.started_at, usage.vector, usage.api_calls
@@ -167,3 +170,8 @@ def with_evidence(record: EpisodeRecord, evidence: EpisodeEvidence) -> EpisodeRe
             "finding_evidence": evidence.to_json(),
         }
     )
+
+
+def _same_task(planned: PlannedEpisode, entry: TaskEntry) -> None:
+    if entry.id != planned.task_id:  # a caller passed another episode's entry: a bug, not input
+        raise ValueError(f"task entry {entry.id!r} given for planned task {planned.task_id!r}")

@@ -11,11 +11,10 @@ from __future__ import annotations
 
 from datetime import datetime
 from pathlib import Path
-from typing import Any, Literal, Protocol, runtime_checkable
+from typing import Literal, Protocol, runtime_checkable
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from pairlab.core.errors import InvalidInputError, ReasonCode
 from pairlab.core.schemas.catalog import SeedFinding
 from pairlab.core.schemas.profile import RunnerProfile
 
@@ -137,18 +136,3 @@ class ExecutionBackend(Protocol):
 
 
 BackendName = Literal["local", "docker"]
-
-
-def make_backend(name: str, **opts: Any) -> ExecutionBackend:
-    """Build a backend by name; the Docker SDK is imported only for ``docker``."""
-    if name == "local":
-        from pairlab.adapters.backends.local import LocalBackend
-
-        return LocalBackend(**opts)
-    if name == "docker":
-        from pairlab.adapters.backends.docker import DockerBackend
-
-        return DockerBackend(**opts)
-    raise InvalidInputError(
-        f"unknown backend '{name}' (known: local, docker)", reason=ReasonCode.INVALID_INPUT
-    )
