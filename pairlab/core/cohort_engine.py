@@ -23,12 +23,13 @@ import subprocess
 import sys
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Final
 
 import numpy as np
 
 from pairlab.core.metrics import METRICS, Contrast
+from pairlab.core.stats import kernels
 from pairlab.core.stats.bootstrap import Method, bootstrap_mean_intervals
 from pairlab.core.stats.seeds import make_rng
 
@@ -42,6 +43,7 @@ RESULTS: Final = (
     "p_increase",
 )
 PROCESS_POOL_MIN_COHORTS = 2_000
+COMPILED_MIN_COHORTS = 1_000
 
 # (cohort index, cohort key, pair ids, [pairs, contrast, metric] differences, applies[contrast])
 Job = tuple[int, tuple[str, ...], list[str], np.ndarray, np.ndarray]
@@ -56,6 +58,7 @@ class Settings:
     confidence: float
     method: Method
     decision_confidence: float
+    compiled: bool = False  # the compiled loops (pairlab.core.stats.kernels): same numbers
 
 
 def empty_results(cohorts: int, contrasts: int) -> dict[str, np.ndarray]:
@@ -119,6 +122,7 @@ class CohortBootstrap:
             confidence=s.confidence,
             method=s.method,
             decision_confidence=s.decision_confidence,
+            compiled=s.compiled,
         )
         assert got.decision is not None
         found = {
@@ -163,12 +167,16 @@ def run_cohorts(
     jobs: list[Job],
     notes: list[list[str]],
     workers: int | None,
-) -> None:
-    """Resample every job's cohort into ``results`` (threads, or processes when many)."""
+) -> str:
+    """Resample every job's cohort into ``results``; return how: ``"compiled threads"``,
+    ``"processes"``, ``"threads"`` or ``"serial"`` (the numbers are the same either way)."""
     n_workers = workers or min(4, os.cpu_count() or 1)
-    if n_workers > 1 and len(jobs) >= PROCESS_POOL_MIN_COHORTS:
+    if len(jobs) >= COMPILED_MIN_COHORTS and kernels.compiled_enabled():
+        # The compiled loops release the GIL: threads, no worker start-up or pickling.
+        settings = replace(settings, compiled=True)
+    elif n_workers > 1 and len(jobs) >= PROCESS_POOL_MIN_COHORTS:
         _run_in_processes(settings, results, jobs, notes, n_workers)
-        return
+        return "processes"
     engine = CohortBootstrap(settings, results)
 
     def one(job: Job) -> None:
@@ -181,6 +189,9 @@ def run_cohorts(
     else:
         for job in jobs:
             one(job)
+    if settings.compiled:
+        return "compiled threads" if n_workers > 1 else "compiled"
+    return "threads" if n_workers > 1 and len(jobs) > 1 else "serial"
 
 
 def _run_in_processes(

@@ -94,6 +94,9 @@ class CohortAnalysis:
     n: np.ndarray
     excluded_null: np.ndarray
     notes: list[list[str]] = field(default_factory=list)
+    # how the cohorts were resampled (cohort_engine.run_cohorts; not in the JSON: the
+    # numbers are the same either way)
+    engine: str = ""
 
     @property
     def graded_pairs(self) -> np.ndarray:

@@ -445,6 +445,7 @@ def _analyse_wide(
     }
     results = empty_results(k, n_c)
     notes: list[list[str]] = [[] for _ in range(k)]
+    engine = "none"
     if n_c:
         diffs = wide.select([_diff(c, m) for c in contrasts for m in METRICS]).to_numpy()
         diffs = diffs.astype(np.float64, copy=False).reshape(-1, n_c, n_m)
@@ -464,7 +465,7 @@ def _analyse_wide(
             for idx in range(k)
             if ok[idx] and rows[idx] > 0  # insufficient cohorts make no claim: no resampling
         ]
-        run_cohorts(settings, results, jobs, notes, workers)
+        engine = run_cohorts(settings, results, jobs, notes, workers)
     return CohortAnalysis(
         run_id=settings.run_id,
         min_pairs=min_pairs,
@@ -498,6 +499,7 @@ def _analyse_wide(
         n=n_eff,
         excluded_null=null_eff,
         notes=notes,
+        engine=engine,
     )
 
 

@@ -45,7 +45,7 @@ import numpy as np
 from numpy.typing import NDArray
 from scipy import special  # type: ignore[import-untyped]  # no stubs locked
 
-from pairlab.core.stats import order_keys
+from pairlab.core.stats import kernels, order_keys
 from pairlab.core.stats.workspace import WORKSPACE
 
 FloatArray = NDArray[np.float64]
@@ -114,13 +114,17 @@ def _studentize_block(
 
 
 def studentized_sums(
-    centered: NDArray[np.floating[Any]], counts: NDArray[np.floating[Any]], t_obs: FloatArray
+    centered: NDArray[np.floating[Any]],
+    counts: NDArray[np.floating[Any]],
+    t_obs: FloatArray,
+    compiled: bool = False,
 ) -> StudentizedSums:
     """Resample sums and ``t*`` of ``centered`` ((n, C) values minus their means) under
     ``counts`` ((B, n)), block by block so that ``t*`` and its counts are computed while
     the block is in cache. The returned arrays are per-thread scratch arrays; ``tstar``
     is ``t* / sqrt(n - 1)`` (the order is what matters; :func:`decision_intervals`
-    scales its quantiles back)."""
+    scales its quantiles back). ``compiled`` (float32 only): the elementwise work of each
+    block as one compiled loop (:mod:`pairlab.core.stats.kernels`), the same numbers."""
     n, columns = centered.shape
     n_rep = counts.shape[0]
     dtype = np.result_type(centered, counts)
@@ -137,6 +141,7 @@ def studentized_sums(
     flags_full = WORKSPACE.get("flags", (columns, block), np.bool_)
     target = (t_obs / math.sqrt(n - 1.0)).astype(dtype)[:, None]
     below = np.zeros(columns, dtype=np.int64)
+    compiled = compiled and dtype == np.float32
     for start in range(0, n_rep, block):
         stop = min(start + block, n_rep)
         width = stop - start
@@ -149,6 +154,9 @@ def studentized_sums(
         for g in range(0, width, gemm):
             h = min(g + gemm, width)
             np.matmul(left, counts[start + g : start + h].T, out=both[:, g:h])
+        if compiled:
+            kernels.studentize_block(both, width, target[:, 0], s1, tstar, start, below)
+            continue
         b1 = both[:columns]
         _studentize_block(b1, both[columns:], tb, scratch)
         np.less(tb, target, out=flags)
