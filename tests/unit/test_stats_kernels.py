@@ -45,12 +45,28 @@ def _same(a: Any, b: Any) -> bool:
     return a.dtype == b.dtype and a.shape == b.shape and a.tobytes() == b.tobytes()
 
 
-@pytest.mark.parametrize("n", [2, 3, 5, 10, 25, 97])
-def test_compiled_counts_are_the_bincount_counts(n: int) -> None:
-    reference = draw_resample_counts(make_rng("k", ("c",), str(n)), n, 10_000).copy()
-    compiled = draw_resample_counts(make_rng("k", ("c",), str(n)), n, 10_000, compiled=True)
+@pytest.mark.parametrize("n", [2, 3, 5, 7, 10, 25, 97, 1000, 65535])
+def test_compiled_draws_are_numpys_draws_and_counts(n: int) -> None:
+    """PCG64 + NumPy's bounded 16-bit draws re-done in the compiled loop: the same counts
+    (rejections included: 65535 rejects often) and the generator left in the same state."""
+    resamples = 10_000 if n < 1000 else 41
+    ref_rng, rng = make_rng("k", ("c",), str(n)), make_rng("k", ("c",), str(n))
+    ref_rng.random()  # an odd number of 32-bit halves used: a stored half is pending
+    rng.random()
+    reference = draw_resample_counts(ref_rng, n, resamples).copy()
+    compiled = draw_resample_counts(rng, n, resamples, compiled=True)
     assert _same(compiled, reference)
     assert (reference.sum(axis=1) == n).all()  # each resample draws n pairs
+    assert rng.bit_generator.state == ref_rng.bit_generator.state
+    assert rng.integers(0, 2**62) == ref_rng.integers(0, 2**62)
+
+
+def test_compiled_counts_of_another_generator_count_its_draws() -> None:
+    def philox() -> np.random.Generator:
+        return np.random.Generator(np.random.Philox(5))
+
+    reference = draw_resample_counts(philox(), 12, 3_000).copy()
+    assert _same(draw_resample_counts(philox(), 12, 3_000, compiled=True), reference)
 
 
 @pytest.mark.parametrize("n", [2, 3, 8, 10, 25, 60])

@@ -120,12 +120,17 @@ def draw_resample_counts(
     thread calls again. ``compiled``: counted by :mod:`pairlab.core.stats.kernels`
     (the same counts).
     """
+    rows = max(1, _BLOCK_ELEMENTS // n)
+    if compiled and n <= np.iinfo(np.uint16).max and isinstance(rng.bit_generator, np.random.PCG64):
+        # the same draws, counted as they are drawn (no index matrix)
+        out = _WORKSPACE.get("counts", (n_resamples, n), dtype)
+        kernels.draw_counts(rng, n, n_resamples, rows, out)
+        return out
     idx = draw_resample_indices(rng, n, n_resamples)
     if compiled:
         out = _WORKSPACE.get("counts", (n_resamples, n), dtype)
         kernels.counts_from_indices(idx, out)
         return out
-    rows = max(1, _BLOCK_ELEMENTS // n)
     offsets = (np.arange(rows, dtype=np.int64) * n)[:, None]
     flat = _WORKSPACE.get("flat", (rows, n), np.int64)
     counts = _WORKSPACE.get("counts", (n_resamples, n), dtype)

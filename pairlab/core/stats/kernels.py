@@ -5,13 +5,19 @@ Two steps of :mod:`pairlab.core.stats.bootstrap` and
 fit in cache; here each is one loop (and releases the GIL, so cohorts in threads run
 in parallel):
 
-* :func:`counts_from_indices`: the (B, n) resample counts from the drawn indices
-  (NumPy: an offset ``np.add`` + ``np.bincount`` + a cast per block of rows);
+* :func:`draw_counts`: the (B, n) resample counts, drawn from the caller's PCG64
+  generator exactly as ``Generator.integers(0, n, dtype=np.uint16)`` draws them
+  (NumPy's buffered Lemire rejection on 16-bit halves of 32-bit halves of PCG64's
+  XSL-RR 64-bit outputs, the 128-bit state stepped in 64-bit halves), blocks of rows
+  as :func:`pairlab.core.stats.bootstrap.draw_resample_indices`, and counted
+  in the same pass (NumPy: the draws, then an offset ``np.add`` + ``np.bincount`` + a
+  cast per block); the generator is left in the state NumPy's draws leave it;
+* :func:`counts_from_indices`: the counts from indices already drawn;
 * :func:`studentize_block`: from one block of the product ``[S1 | nS2]``, the
   resample sums, ``t* / sqrt(n - 1)`` and the count of ``t*`` below the observed ``t``
   (NumPy: five elementwise passes, a comparison and a reduction).
 
-The draws (NumPy's generator), the matrix products (OpenBLAS through ``np.matmul``,
+The matrix products (OpenBLAS through ``np.matmul``,
 same shapes) and the order-statistic selection (NumPy's SIMD ``partition``) are left
 as they are: they were already at the machine's speed, and keeping them keeps the
 numbers. What the loops compute is the same IEEE arithmetic in the same order:
@@ -86,12 +92,69 @@ def _studentize_loop(
         below[c] += count
 
 
+_M_HI = np.uint64(2549297995355413924)  # PCG64's 128-bit multiplier, high and low halves
+_M_LO = np.uint64(4865540595714422341)
+
+
+def _draw_counts_loop(
+    st: Any, n: int, n_resamples: int, rows: int, out: Any
+) -> None:  # pragma: no cover - compiled
+    # st: uint64[5] = state high, state low, inc high, inc low, has_uint32 << 32 | uinteger
+    mask32 = np.uint64(0xFFFFFFFF)
+    s_hi, s_lo, i_hi, i_lo = st[0], st[1], st[2], st[3]
+    has32 = (st[4] >> np.uint64(32)) != np.uint64(0)
+    uinteger = st[4] & mask32
+    rng_excl = np.uint32(n)
+    threshold = np.uint32((np.uint32(65535) - np.uint32(n - 1)) % rng_excl)
+    b_lo, b_hi = _M_LO & mask32, _M_LO >> np.uint64(32)
+    for start in range(0, n_resamples, rows):
+        stop = min(start + rows, n_resamples)
+        buf = np.uint32(0)  # one fill call of NumPy: a fresh 16-bit buffer
+        bcnt = 0
+        for b in range(start, stop):
+            for i in range(n):
+                out[b, i] = 0.0
+            for _ in range(n):
+                while True:
+                    if bcnt == 0:
+                        if has32:  # PCG64's next_uint32: the stored upper half
+                            has32 = False
+                            buf = np.uint32(uinteger)
+                        else:  # state = state * M + inc (mod 2^128), XSL-RR output
+                            a_lo, a_hi = s_lo & mask32, s_lo >> np.uint64(32)
+                            p0, p1 = a_lo * b_lo, a_lo * b_hi
+                            p2, p3 = a_hi * b_lo, a_hi * b_hi
+                            mid = (p0 >> np.uint64(32)) + (p1 & mask32) + (p2 & mask32)
+                            high = p3 + (p1 >> np.uint64(32)) + (p2 >> np.uint64(32))
+                            high += mid >> np.uint64(32)
+                            n_lo = s_lo * _M_LO
+                            n_hi = high + s_hi * _M_LO + s_lo * _M_HI
+                            s_lo = n_lo + i_lo
+                            s_hi = n_hi + i_hi + (np.uint64(1) if s_lo < n_lo else np.uint64(0))
+                            x = s_hi ^ s_lo
+                            r = s_hi >> np.uint64(58)
+                            word = (x >> r) | (x << ((np.uint64(64) - r) & np.uint64(63)))
+                            has32 = True
+                            uinteger = word >> np.uint64(32)
+                            buf = np.uint32(word & mask32)
+                        bcnt = 1
+                    else:
+                        buf = np.uint32(buf >> np.uint32(16))
+                        bcnt -= 1
+                    m = np.uint32(buf & np.uint32(0xFFFF)) * rng_excl  # Lemire
+                    leftover = m & np.uint32(0xFFFF)
+                    if leftover >= rng_excl or leftover >= threshold:
+                        break
+                out[b, m >> np.uint32(16)] += 1.0
+    st[0], st[1] = s_hi, s_lo
+    st[4] = ((np.uint64(1) << np.uint64(32)) | uinteger) if has32 else uinteger
+
+
 def _compiled(name: str) -> Any:
     found = _COMPILED.get(name)
     if found is None:
-        found = _COMPILED[name] = _jit(
-            {"counts": _counts_loop, "studentize": _studentize_loop}[name]
-        )
+        loops = {"counts": _counts_loop, "studentize": _studentize_loop, "draw": _draw_counts_loop}
+        found = _COMPILED[name] = _jit(loops[name])
     return found
 
 
@@ -113,3 +176,35 @@ def studentize_block(
     ``tstar[:, start:]`` (``S1 / sqrt(nS2 - S1^2)``) and ``below += #(t* < target)``."""
     tiny = both.dtype.type(np.finfo(both.dtype).tiny)
     _compiled("studentize")(both, width, target, tiny, s1, tstar, start, below)
+
+
+_MASK64 = (1 << 64) - 1
+
+
+def draw_counts(
+    rng: np.random.Generator, n: int, n_resamples: int, rows: int, out: NDArray[np.floating[Any]]
+) -> None:
+    """``out`` = the (n_resamples, n) counts of ``rng.integers(0, n, (k, n), np.uint16)``
+    drawn in blocks of ``rows`` rows (2 <= n <= 65535; ``rng`` a PCG64 generator, left
+    in the state those draws leave it)."""
+    state = rng.bit_generator.state
+    if state["bit_generator"] != "PCG64" or not 2 <= n <= 0xFFFF:
+        raise ValueError("draw_counts needs a PCG64 generator and 2 <= n <= 65535")
+    value, inc = int(state["state"]["state"]), int(state["state"]["inc"])
+    st = np.array(
+        [
+            value >> 64,
+            value & _MASK64,
+            inc >> 64,
+            inc & _MASK64,
+            (int(state["has_uint32"]) << 32) | int(state["uinteger"]),
+        ],
+        dtype=np.uint64,
+    )
+    _compiled("draw")(st, n, n_resamples, rows, out)
+    rng.bit_generator.state = {
+        "bit_generator": "PCG64",
+        "state": {"state": (int(st[0]) << 64) | int(st[1]), "inc": inc},
+        "has_uint32": int(st[4]) >> 32,
+        "uinteger": int(st[4]) & 0xFFFFFFFF,
+    }
