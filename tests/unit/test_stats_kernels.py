@@ -20,6 +20,7 @@ import pytest
 import pairlab.core.cohort_engine as engine
 from pairlab.core.cohorts import FRAME_SCHEMA, METRICS, analyse_cohorts, effects_frame
 from pairlab.core.stats import kernels
+from pairlab.core.stats.batch import IntervalBatch
 from pairlab.core.stats.bootstrap import bootstrap_mean_intervals, draw_resample_counts
 from pairlab.core.stats.seeds import make_rng
 from pairlab.core.stats.studentized import column_stats, studentized_sums
@@ -99,6 +100,38 @@ def test_compiled_intervals_match_bit_for_bit(n: int) -> None:
         assert _same(getattr(got, name), getattr(ref, name)), name
     for name in ("low", "high", "p_saving", "p_increase"):
         assert _same(getattr(got.decision, name), getattr(ref.decision, name)), name
+
+
+def test_a_batch_finishes_each_set_as_alone() -> None:
+    """Sets of 2-31 pairs and 1-8 columns in one batch (flushed when full): every number
+    is the one-set path's, bit for bit."""
+    batch: IntervalBatch[int] = IntervalBatch(
+        n_resamples=3_000, confidence=0.95, decision_confidence=0.975, capacity=20
+    )
+    sets = []
+    for i, n in enumerate([2, 3, 6, 10, 31, 4, 10, 2]):
+        data = _columns(np.random.default_rng(200 + i), n)[:, : 1 + i % 8]
+        sets.append((data, f"set-{i}"))
+    got: dict[int, Any] = {}
+    for i, (data, name) in enumerate(sets):
+        if not batch.fits(data.shape[1]):
+            got.update(batch.finish())
+        batch.add(data, make_rng("b", (name,)), i)
+    got.update(batch.finish())
+    assert batch.finish() == []
+    for i, (data, name) in enumerate(sets):
+        ref = bootstrap_mean_intervals(
+            data,
+            make_rng("b", (name,)),
+            n_resamples=3_000,
+            decision_confidence=0.975,
+        )
+        mine = got[i]
+        assert ref.decision is not None and mine.decision is not None
+        for field in ("estimate", "low", "high", "degenerate", "bca_fallback"):
+            assert _same(getattr(mine, field), getattr(ref, field)), (i, field)
+        for field in ("low", "high", "p_saving", "p_increase"):
+            assert _same(getattr(mine.decision, field), getattr(ref.decision, field)), (i, field)
 
 
 ARMS = ("baseline", "optimizer", "retrieval", "full")
