@@ -64,7 +64,7 @@ class IntervalBatch(Generic[Tag]):
         n_resamples: int,
         confidence: float,
         decision_confidence: float,
-        capacity: int = 512,
+        capacity: int = 128,
     ) -> None:
         self.n_resamples = n_resamples
         self.confidence = confidence
