@@ -219,3 +219,17 @@ def test_small_analyses_stay_on_the_numpy_path() -> None:
     frame = varied_frame().filter(pl.col("taskId").is_in(["t1", "t2"]))
     _, how = _analysis_bytes(frame, min_pairs=2, workers=1)
     assert how == "serial"  # below COMPILED_MIN_COHORTS: no compiler start-up
+
+
+def test_the_warm_up_loads_the_signatures_the_analysis_uses(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The background warm-up (started for large frames) must load exactly the loops the
+    analysis then calls: a second signature would be a second compilation, mid-analysis."""
+    kernels.warm_up_in_background().join()
+    loaded = {name: list(loop.signatures) for name, loop in kernels._COMPILED.items()}
+    assert set(loaded) == {"draw", "counts", "studentize"}
+    monkeypatch.setattr(engine, "COMPILED_MIN_COHORTS", 1)
+    _, how = _analysis_bytes(varied_frame(), min_pairs=5, workers=2)
+    assert how == "compiled threads"
+    assert {name: list(loop.signatures) for name, loop in kernels._COMPILED.items()} == loaded

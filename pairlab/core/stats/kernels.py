@@ -36,6 +36,7 @@ path (the reference).
 from __future__ import annotations
 
 import os
+import threading
 from typing import Any
 
 import numpy as np
@@ -150,9 +151,17 @@ def _draw_counts_loop(
     st[4] = ((np.uint64(1) << np.uint64(32)) | uinteger) if has32 else uinteger
 
 
+_LOCK = threading.Lock()
+
+
 def _compiled(name: str) -> Any:
     found = _COMPILED.get(name)
-    if found is None:
+    if found is not None:
+        return found
+    with _LOCK:
+        found = _COMPILED.get(name)
+        if found is not None:
+            return found
         loops = {"counts": _counts_loop, "studentize": _studentize_loop, "draw": _draw_counts_loop}
         found = _COMPILED[name] = _jit(loops[name])
     return found
@@ -208,3 +217,26 @@ def draw_counts(
         "has_uint32": int(st[4]) >> 32,
         "uinteger": int(st[4]) & 0xFFFFFFFF,
     }
+
+
+def warm_up() -> None:
+    """Import numba and load (or compile) every loop for the argument types the analysis
+    passes (about 2 s of CPU in a fresh process: imports, numba's type system, the
+    on-disk cache)."""
+    from pairlab.core.stats.seeds import make_rng
+
+    out = np.empty((4, 3), dtype=np.float32)
+    draw_counts(make_rng("warm-up"), 3, 4, 2, out)
+    counts_from_indices(np.zeros((4, 3), dtype=np.uint16), out)
+    both = np.ones((4, 5), dtype=np.float32)
+    target = np.zeros((2, 1), dtype=np.float32)[:, 0]  # a column view, as the caller's
+    rows = np.empty((2, 5), dtype=np.float32)
+    studentize_block(both, 5, target, rows, rows.copy(), 0, np.zeros(2, dtype=np.int64))
+
+
+def warm_up_in_background() -> threading.Thread:
+    """:func:`warm_up` in a daemon thread (it overlaps work that releases the GIL, such
+    as polars building the pair frame); the loops are ready when it ends."""
+    thread = threading.Thread(target=warm_up, name="pairlab-kernels-warm-up", daemon=True)
+    thread.start()
+    return thread
