@@ -11,7 +11,7 @@ time of the child and its worker processes, and the peak RSS (the RSS of that ch
 and its worker processes summed, sampled from /proc; never reported below the
 child's own ``ru_maxrss``). A reference implementation - one
 ``scipy.stats.bootstrap`` percentile call per interval at the shape's pair count - is
-timed (wall and CPU) on a sample of intervals and extrapolated to the same interval
+timed (wall and CPU) on 400 intervals and extrapolated to the same interval
 count; both ratios are reported (the analysis uses every core, the reference one).
 Targets: >= 25x the reference (wall) for both shapes, < 4 GiB peak; issue 10's
 < 30 s for the 1M shape is still printed.
@@ -115,7 +115,8 @@ def child(n_cohorts: int, pairs: int, resamples: int) -> dict[str, Any]:
     t1, c1 = time.perf_counter(), time.process_time()
     analysis = analyse_cohorts(frame, run_id="bench", min_pairs=5, n_resamples=resamples)
     t2, c2 = time.perf_counter(), time.process_time()
-    # Large analyses run in worker processes (children of this one): count them too.
+    # With the compiled loops disabled (PAIRLAB_NUMPY_KERNELS=1), large analyses run in
+    # worker processes (children of this one): count them too.
     kids = resource.getrusage(resource.RUSAGE_CHILDREN)
     worker_cpu = (kids.ru_utime + kids.ru_stime) - (kids0.ru_utime + kids0.ru_stime)
     payload = analysis.to_json()  # what a run reports and writes (report.json)
@@ -194,7 +195,7 @@ def measure_child(n_cohorts: int, pairs: int, resamples: int) -> tuple[dict[str,
 
 
 def reference_seconds_per_interval(
-    pairs: int, resamples: int, samples: int = 40
+    pairs: int, resamples: int, samples: int = 400
 ) -> tuple[float, float]:
     """Mean wall and CPU time of one ``scipy.stats.bootstrap`` percentile interval over
     ``pairs`` diffs."""
