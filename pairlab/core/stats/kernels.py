@@ -35,6 +35,7 @@ path (the reference).
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import threading
 from typing import Any
@@ -46,8 +47,11 @@ ENV_NUMPY = "PAIRLAB_NUMPY_KERNELS"
 
 
 def compiled_enabled() -> bool:
-    """Whether the compiled loops are used (default) rather than the NumPy reference."""
-    return os.environ.get(ENV_NUMPY, "").strip() not in ("1", "true", "yes")
+    """Whether the compiled loops are used (default; numba installed) rather than the
+    NumPy reference."""
+    if os.environ.get(ENV_NUMPY, "").strip() in ("1", "true", "yes"):
+        return False
+    return importlib.util.find_spec("numba") is not None
 
 
 def _jit(fn: Any) -> Any:
