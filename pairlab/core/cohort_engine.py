@@ -21,15 +21,17 @@ import os
 import pickle
 import subprocess
 import sys
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Final
 
 import numpy as np
 
 from pairlab.core.metrics import METRICS, Contrast
-from pairlab.core.stats.bootstrap import Method, bootstrap_mean_intervals
+from pairlab.core.stats import kernels
+from pairlab.core.stats.batch import IntervalBatch
+from pairlab.core.stats.bootstrap import MeanIntervals, Method, bootstrap_mean_intervals
 from pairlab.core.stats.seeds import make_rng
 
 RESULTS: Final = (
@@ -42,6 +44,8 @@ RESULTS: Final = (
     "p_increase",
 )
 PROCESS_POOL_MIN_COHORTS = 2_000
+COMPILED_MIN_COHORTS = 1_000
+BATCH_COHORTS = 64  # cohorts per task of a thread (each finished in batches of rows)
 
 # (cohort index, cohort key, pair ids, [pairs, contrast, metric] differences, applies[contrast])
 Job = tuple[int, tuple[str, ...], list[str], np.ndarray, np.ndarray]
@@ -56,6 +60,7 @@ class Settings:
     confidence: float
     method: Method
     decision_confidence: float
+    compiled: bool = False  # the compiled loops (pairlab.core.stats.kernels): same numbers
 
 
 def empty_results(cohorts: int, contrasts: int) -> dict[str, np.ndarray]:
@@ -79,6 +84,46 @@ class CohortBootstrap:
         applies: np.ndarray,
         notes: list[str],
     ) -> None:
+        for cols, values, rng in self.column_sets(idx, key, pair_ids, block, applies):
+            self._store(idx, cols, values, rng, notes)
+
+    def batchable(self) -> bool:
+        """Whether cohorts can be finished in batches (:mod:`pairlab.core.stats.batch`)."""
+        return self.settings.compiled and self.settings.method == "percentile"
+
+    def run_batched(self, jobs: Sequence[Job]) -> None:
+        """:meth:`run` for each of ``jobs``, the column sets finished in batches (same
+        numbers; percentile method only: :meth:`batchable`)."""
+        s = self.settings
+        batch: IntervalBatch[tuple[int, np.ndarray]] = IntervalBatch(
+            n_resamples=s.n_resamples,
+            confidence=s.confidence,
+            decision_confidence=s.decision_confidence,
+        )
+        for idx, key, pair_ids, block, applies in jobs:
+            for cols, values, rng in self.column_sets(idx, key, pair_ids, block, applies):
+                if not batch.fits(cols.size):
+                    self._store_batch(batch)
+                    if not batch.fits(cols.size):  # more columns than a batch holds
+                        self._store(idx, cols, values, rng, [])
+                        continue
+                batch.add(values, rng, (idx, cols))
+        self._store_batch(batch)
+
+    def _store_batch(self, batch: IntervalBatch[tuple[int, np.ndarray]]) -> None:
+        for (idx, cols), got in batch.finish():
+            self._put(idx, cols, got)
+
+    def column_sets(
+        self,
+        idx: int,
+        key: tuple[str, ...],
+        pair_ids: list[str],
+        block: np.ndarray,
+        applies: np.ndarray,
+    ) -> Iterator[tuple[np.ndarray, np.ndarray, np.random.Generator]]:
+        """Fill the cohort's estimates; yield each set of columns observed in the same
+        pairs, its values and the generator of those pairs (seeded from their names)."""
         observed = ~np.isnan(block)
         counts = observed.sum(axis=0)
         estimate = self.results["estimate"]
@@ -101,7 +146,7 @@ class CohortBootstrap:
         for p, rows in enumerate(patterns):
             cols = eligible[which.ravel() == p]
             rng = make_rng(run_id, key, "pairs", [pair_ids[r] for r in np.flatnonzero(rows)])
-            self._store(idx, cols, flat[rows][:, cols], rng, notes)
+            yield cols, flat[rows][:, cols], rng
 
     def _store(
         self,
@@ -119,7 +164,20 @@ class CohortBootstrap:
             confidence=s.confidence,
             method=s.method,
             decision_confidence=s.decision_confidence,
+            compiled=s.compiled,
         )
+        self._put(idx, cols, got)
+        if s.method == "bca":
+            n_m = len(METRICS)
+            for flag, text in (
+                (got.degenerate, "BCa undefined (all differences equal): degenerate interval"),
+                (got.bca_fallback, "BCa correction not finite: percentile interval"),
+            ):
+                for col in cols[flag]:
+                    j, i = divmod(int(col), n_m)
+                    notes.append(f"{s.contrasts[j].label} {METRICS[i]}: {text}")
+
+    def _put(self, idx: int, cols: np.ndarray, got: MeanIntervals) -> None:
         assert got.decision is not None
         found = {
             "estimate": got.estimate,
@@ -132,15 +190,6 @@ class CohortBootstrap:
         }
         for name, values_of in found.items():
             self.results[name][idx].reshape(-1)[cols] = values_of
-        if s.method == "bca":
-            n_m = len(METRICS)
-            for flag, text in (
-                (got.degenerate, "BCa undefined (all differences equal): degenerate interval"),
-                (got.bca_fallback, "BCa correction not finite: percentile interval"),
-            ):
-                for col in cols[flag]:
-                    j, i = divmod(int(col), n_m)
-                    notes.append(f"{s.contrasts[j].label} {METRICS[i]}: {text}")
 
 
 def run_chunk(
@@ -163,13 +212,30 @@ def run_cohorts(
     jobs: list[Job],
     notes: list[list[str]],
     workers: int | None,
-) -> None:
-    """Resample every job's cohort into ``results`` (threads, or processes when many)."""
+) -> str:
+    """Resample every job's cohort into ``results``; return how: ``"compiled threads"``,
+    ``"processes"``, ``"threads"`` or ``"serial"`` (the numbers are the same either way)."""
     n_workers = workers or min(4, os.cpu_count() or 1)
-    if n_workers > 1 and len(jobs) >= PROCESS_POOL_MIN_COHORTS:
+    if len(jobs) >= COMPILED_MIN_COHORTS and kernels.compiled_enabled():
+        # The compiled loops release the GIL: threads. Worker processes were measured
+        # slower here (200k episodes / 5,000 cohorts, load ~12: 100-139 s wall and 27-29 s
+        # CPU against 66-85 s and 18-20 s in threads): each worker pays ~3 s of imports
+        # and numba start-up.
+        settings = replace(settings, compiled=True)
+    elif n_workers > 1 and len(jobs) >= PROCESS_POOL_MIN_COHORTS:
         _run_in_processes(settings, results, jobs, notes, n_workers)
-        return
+        return "processes"
     engine = CohortBootstrap(settings, results)
+    if engine.batchable():
+        # chunks of cohorts, each finished in batches by one thread (per-thread scratch)
+        chunks = [jobs[i : i + BATCH_COHORTS] for i in range(0, len(jobs), BATCH_COHORTS)]
+        if n_workers > 1:
+            with ThreadPoolExecutor(max_workers=n_workers) as pool:
+                list(pool.map(engine.run_batched, chunks))
+        else:
+            for chunk in chunks:
+                engine.run_batched(chunk)
+        return "compiled threads" if n_workers > 1 else "compiled"
 
     def one(job: Job) -> None:
         idx, key, pair_ids, block, applies = job
@@ -181,6 +247,9 @@ def run_cohorts(
     else:
         for job in jobs:
             one(job)
+    if settings.compiled:
+        return "compiled threads" if n_workers > 1 else "compiled"
+    return "threads" if n_workers > 1 and len(jobs) > 1 else "serial"
 
 
 def _run_in_processes(

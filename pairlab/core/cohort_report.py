@@ -94,6 +94,9 @@ class CohortAnalysis:
     n: np.ndarray
     excluded_null: np.ndarray
     notes: list[list[str]] = field(default_factory=list)
+    # how the cohorts were resampled (cohort_engine.run_cohorts; not in the JSON: the
+    # numbers are the same either way)
+    engine: str = ""
 
     @property
     def graded_pairs(self) -> np.ndarray:
@@ -207,42 +210,42 @@ class CohortAnalysis:
                     if not applies[idx][j]:
                         continue
                     treatment, control = contrast
-                    e_, l_, h_, dl_, dh_ = (
+                    rows = zip(
+                        METRICS,
                         est[idx][j],
                         lo[idx][j],
                         hi[idx][j],
-                        dlo[idx][j],
-                        dhi[idx][j],
-                    )
-                    p_, pa_, r_, d_, w_ = (
-                        p_list[idx][j],
-                        padj_list[idx][j],
+                        n_list[idx][j],
+                        null_list[idx][j],
                         role_l[idx][j],
                         dec_l[idx][j],
                         why_l[idx][j],
+                        dlo[idx][j],
+                        dhi[idx][j],
+                        p_list[idx][j],
+                        padj_list[idx][j],
+                        strict=True,
                     )
-                    n_, x_ = n_list[idx][j], null_list[idx][j]
-                    for i, metric in enumerate(METRICS):
-                        decision = d_[i]
-                        counts[decision] += 1
+                    for metric, e_, l_, h_, n_, x_, r_, d_, w_, dl_, dh_, p_, pa_ in rows:
+                        counts[d_] += 1
                         effects.append(
                             {
                                 "treatment": treatment,
                                 "control": control,
                                 "metric": metric,
-                                "estimate": e_[i],
-                                "ciLow": l_[i],
-                                "ciHigh": h_[i],
-                                "n": n_[i],
-                                "excludedNull": x_[i],
-                                "win": decision in _WIN_LABELS,
-                                "role": r_[i],
-                                "decision": decision,
-                                "reason": w_[i],
-                                "decisionLow": dl_[i],
-                                "decisionHigh": dh_[i],
-                                "pValue": p_[i],
-                                "pAdjusted": pa_[i],
+                                "estimate": e_,
+                                "ciLow": l_,
+                                "ciHigh": h_,
+                                "n": n_,
+                                "excludedNull": x_,
+                                "win": d_ in _WIN_LABELS,
+                                "role": r_,
+                                "decision": d_,
+                                "reason": w_,
+                                "decisionLow": dl_,
+                                "decisionHigh": dh_,
+                                "pValue": p_,
+                                "pAdjusted": pa_,
                             }
                         )
                     graded = int(a[idx, j] + b[idx, j] + c[idx, j] + d[idx, j])

@@ -73,6 +73,7 @@ from pairlab.core.quota_consumption import (
     record_columns,
 )
 from pairlab.core.schemas.episode import ARMS, EpisodeRecord
+from pairlab.core.stats import kernels
 from pairlab.core.stats.bootstrap import Method
 from pairlab.core.study_plan import ResolvedPlan, default_plan
 
@@ -96,6 +97,9 @@ MIN_PAIRS_ENV: Final = "TOKEN_OPTIMIZER_EVAL_MIN_PAIRS"
 DEFAULT_MIN_PAIRS: Final = 5
 UNKNOWN: Final = "unknown"
 DEFAULT_STRATUM: Final = "default"
+# Frames of this many episodes start loading the compiled loops at once (cohort_engine
+# uses them from COMPILED_MIN_COHORTS resampled cohorts on).
+WARM_UP_ROWS: Final = 20_000
 LADDER: Final = ("optimizer", "retrieval", "full")
 
 # Frame column (camelCase, as on the wire) -> record attribute, from the record's own aliases.
@@ -247,6 +251,13 @@ def analyse_cohorts(
     the plan's minimum makes the analysis exploratory.
     """
     _validate_settings(min_pairs, n_resamples, confidence, method)
+    if (
+        isinstance(data, pl.DataFrame)
+        and data.height >= WARM_UP_ROWS
+        and kernels.compiled_enabled()
+    ):
+        # likely a large analysis: load the compiled loops while polars pairs the episodes
+        kernels.warm_up_in_background()
     if plan is None:
         plan = ResolvedPlan.of(default_plan(resolve_min_pairs(None)), "default")
     wide, summary, arms, contrasts = _prepare(data)
@@ -445,6 +456,7 @@ def _analyse_wide(
     }
     results = empty_results(k, n_c)
     notes: list[list[str]] = [[] for _ in range(k)]
+    engine = "none"
     if n_c:
         diffs = wide.select([_diff(c, m) for c in contrasts for m in METRICS]).to_numpy()
         diffs = diffs.astype(np.float64, copy=False).reshape(-1, n_c, n_m)
@@ -464,7 +476,7 @@ def _analyse_wide(
             for idx in range(k)
             if ok[idx] and rows[idx] > 0  # insufficient cohorts make no claim: no resampling
         ]
-        run_cohorts(settings, results, jobs, notes, workers)
+        engine = run_cohorts(settings, results, jobs, notes, workers)
     return CohortAnalysis(
         run_id=settings.run_id,
         min_pairs=min_pairs,
@@ -498,6 +510,7 @@ def _analyse_wide(
         n=n_eff,
         excluded_null=null_eff,
         notes=notes,
+        engine=engine,
     )
 
 
