@@ -2,16 +2,24 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
 from prefect import task
 from prefect.artifacts import create_markdown_artifact, create_table_artifact
 from prefect.cache_policies import NO_CACHE
 
-from pairlab.adapters.run_outputs import publish_outputs, write_run_outputs
+from pairlab.adapters.run_outputs import publish_outputs, published_location, write_run_outputs
 from pairlab.adapters.rundir import RunDir
 from pairlab.core.cohorts import resolve_gate
+from pairlab.core.run_artifacts import (
+    LINKED_FILES,
+    cohort_tables,
+    exploratory_note,
+    headline_markdown,
+)
 from pairlab.core.run_report import analyse_records
 from pairlab.core.schemas.episode import EpisodeRecord
 from pairlab.core.study_plan import ResolvedPlan
@@ -43,17 +51,34 @@ def render_report(
     schedule: Any,
 ) -> dict[str, str]:
     outputs = write_run_outputs(run_dir, records, planned_ids, analysis, params, profile, schedule)
-    create_markdown_artifact(
-        key=artifact_key("report", run_dir.run_id),
-        markdown=outputs["markdown"],
-        description="pairlab evidence report",
-    )
-    create_table_artifact(
-        key=artifact_key("cohorts", run_dir.run_id),
-        table=outputs["table_rows"],
-        description="cohort effects",
-    )
     return {k: v for k, v in outputs.items() if isinstance(v, str) and k != "markdown"}
+
+
+@task(name="show-results", cache_policy=NO_CACHE, persist_result=False)
+def show_results(report_json: str, store: str, run_id: str) -> list[str]:
+    """The run's results in the UI, after publishing (so every link exists): one table
+    per primary metric, then the headline with links to the stored outputs (created
+    last, it is listed first). Returns the artifact keys, headline first."""
+    report = json.loads(Path(report_json).read_text(encoding="utf-8"))
+    note = exploratory_note(report)
+    keys = []
+    for metric, rows in cohort_tables(report).items():
+        key = artifact_key(f"cohorts-{metric.lower()}", run_id)
+        create_table_artifact(
+            key=key,
+            table=rows,
+            description=f"{metric}: effect per task cohort (treatment − control) and its "
+            "decision, as in report.json" + (f" — {note}" if note else ""),
+        )
+        keys.append(key)
+    locations = {name: published_location(store, run_id, name) for _, name in LINKED_FILES}
+    key = artifact_key("report", run_id)
+    create_markdown_artifact(
+        key=key,
+        markdown=headline_markdown(report, locations),
+        description=("EXPLORATORY — " if note else "") + "pairlab evidence: the headline",
+    )
+    return [key, *keys]
 
 
 @infra_task("publish")
