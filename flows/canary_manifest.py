@@ -219,6 +219,35 @@ def frozen_manifest(
     return manifest
 
 
+def budget_lines(budget: Budget, sim: bool) -> list[str]:
+    """Per quota window: the trial's expected share of it and of what remains, with a
+    warning where it would not fit (the simulator's trial account is fresh: all of
+    each window remains; a real account's remaining window is not known beforehand)."""
+    lines = [
+        f"Expected budget: {budget.episodes} episodes × ~{budget.estimated_tokens_per_episode:,} "
+        f"tokens = ~{budget.estimated_tokens_total:,} tokens.",
+        "",
+    ]
+    for window, share in budget.estimated_quota_percent.items():
+        size = budget.window_budget_tokens.get(window)
+        if share is None or size is None:
+            lines.append(
+                f"- {window} window: size unknown — the share of the window cannot be checked"
+            )
+            continue
+        remaining = 100.0 if sim else None
+        line = f"- {window} window ({size:,} tokens): **{share:g}%** of the window"
+        if remaining is not None:
+            line += f", {remaining:g}% remaining (fresh trial account)"
+            if share > remaining:
+                line += (
+                    f" — **WARNING: exceeds the remaining window by {share - remaining:.1f} "
+                    "points; the trial would exhaust it**"
+                )
+        lines.append(line)
+    return lines
+
+
 def _assignment(a: Assignment) -> str:
     return f"{a.provider}/{a.model}/{a.effort or '-'}"
 
@@ -250,14 +279,11 @@ def manifest_markdown(manifest: TrialManifest, heading: str = "awaiting approval
             f"| {f.task_id} | {f.fixture} | `{f.fixture_digest[:19]}…` | "
             f"`{f.acceptance_contract_id[:19]}…` | {', '.join(f.required_checks)} |"
         )
-    pct = ", ".join(
-        f"{w}: {p}%" if p is not None else f"{w}: unknown"
-        for w, p in b.estimated_quota_percent.items()
-    )
+    lines += ["", "## Expected budget", ""]
+    lines += budget_lines(b, sim=manifest.baseline.sim_effects is not None)
+    if manifest.approval is not None:
+        lines += ["", "## Decision", "", approval_line(manifest.approval)]
     lines += [
-        "",
-        f"## Expected budget: {b.episodes} episodes × ~{b.estimated_tokens_per_episode:,} tokens "
-        f"= ~{b.estimated_tokens_total:,} tokens ({pct})",
         "",
         "## Planned episodes (in order)",
         "",
@@ -266,5 +292,23 @@ def manifest_markdown(manifest: TrialManifest, heading: str = "awaiting approval
     ]
     for i, p in enumerate(manifest.planned, 1):
         lines.append(f"| {i} | {p.stratum} | {p.task_id} | {p.repetition} | {p.order} | {p.arm} |")
-    lines += ["", "Resume the run with approve, approver and budget acknowledgement to start it."]
+    if manifest.approval is None:
+        lines += [
+            "",
+            "Resume the run with approve, approver and budget acknowledgement to start it.",
+        ]
     return "\n".join(lines) + "\n"
+
+
+def approval_line(approval: dict[str, Any]) -> str:
+    """``approved by ops-carol at 2026-…: looks fine (budget acknowledged)``."""
+    outcome = approval.get("outcome")
+    if outcome == "timeout":
+        return f"not approved within {approval.get('timeout_s')} s (decided {approval.get('decided_at')})"
+    ack = (
+        "budget acknowledged" if approval.get("budget_acknowledged") else "budget NOT acknowledged"
+    )
+    return (
+        f"{outcome} by {approval.get('approver')} at {approval.get('decided_at')}: "
+        f"{approval.get('note') or 'no note'} ({ack})"
+    )

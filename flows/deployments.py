@@ -12,6 +12,7 @@ from prefect import serve
 
 from flows import audit_savings, canary_trial, certify_clients, compare_artifact
 from flows.evidence_eval import evidence_eval
+from flows.form_schema import Choices, drop_none, polish_schema
 from flows.params import EvidenceEvalParams
 
 SMALL_EVAL = EvidenceEvalParams(
@@ -19,7 +20,52 @@ SMALL_EVAL = EvidenceEvalParams(
 )
 
 
+def form_choices() -> Choices:
+    """The suites, runner profiles and task ids the forms offer (read at deploy time)."""
+    from pairlab.adapters.paths import catalog_dir
+    from pairlab.adapters.profiles import scan_profiles
+    from pairlab.core.schemas.catalog import load_suite
+
+    suites = sorted(p.stem for p in (catalog_dir() / "suites").glob("*.yaml"))
+    tasks: dict[str, None] = {}
+    for suite in suites:
+        for entry in load_suite(catalog_dir(), suite).tasks:
+            tasks[entry.id] = None
+    loaded = [p for p in scan_profiles() if p.profile is not None]
+    return Choices(
+        suites=suites,
+        profiles=[p.name for p in loaded],
+        tasks=sorted(tasks),
+        # canary arms differ by a simulator revision (no emulator endpoint), and loom's
+        # artifact names claude or codex usage only
+        profiles_by_model={
+            "CanaryTrialParams": [
+                p.name
+                for p in loaded
+                if p.profile is not None
+                and p.profile.endpoint is None
+                and p.profile.usage.reader in ("claude", "codex")
+            ]
+        },
+    )
+
+
+def for_people(deployment: Any, choices: Choices) -> Any:
+    """The deployment's run form with typed choices, units and no None noise
+    (flows/form_schema.py); ``None`` parameter defaults are left out."""
+    schema = deployment._parameter_openapi_schema
+    polished = polish_schema(schema.model_dump(), choices)
+    deployment._parameter_openapi_schema = type(schema).model_validate(polished)
+    deployment.parameters = drop_none(deployment.parameters)
+    return deployment
+
+
 def build_deployments() -> list[Any]:
+    choices = form_choices()
+    return [for_people(d, choices) for d in _deployments()]
+
+
+def _deployments() -> list[Any]:
     deployments = [
         by_module_path(
             evidence_eval.to_deployment(

@@ -54,11 +54,12 @@ def render_report(
     return {k: v for k, v in outputs.items() if isinstance(v, str) and k != "markdown"}
 
 
-@task(name="show-results", cache_policy=NO_CACHE, persist_result=False)
 def show_results(report_json: str, store: str, run_id: str) -> list[str]:
-    """The run's results in the UI, after publishing (so every link exists): one table
-    per primary metric, then the headline with links to the stored outputs (created
-    last, it is listed first). Returns the artifact keys, headline first."""
+    """The run's results in the UI, after publishing (so every link exists), as the flow
+    run's own artifacts: one table per primary metric, then the headline with links to
+    the stored outputs (created last, it is listed first). Returns the artifact keys,
+    headline first. Called from the flow, not a task: task-run artifacts are listed
+    below the flow run's."""
     report = json.loads(Path(report_json).read_text(encoding="utf-8"))
     note = exploratory_note(report)
     keys = []
