@@ -87,11 +87,11 @@ def ask_approval(
     """Wait for the decision. A deployment's run is suspended (its process exits and the
     run stays Paused on the server; once resumed, a `pairlab serve` runs it again from
     the top and this returns the input); a run without a deployment pauses in place."""
-    from prefect.runtime import flow_run
+    from prefect.runtime import deployment
 
     form = CanaryApproval.with_initial_data(description=approval_description(manifest))
     try:
-        if flow_run.get_deployment_id() is not None:
+        if deployment.get_id() is not None:
             decision = suspend_flow_run(
                 wait_for_input=form, timeout=params.approval_timeout_s, key="canary-approval"
             )

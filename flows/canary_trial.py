@@ -73,7 +73,11 @@ def canary_trial(params: CanaryTrialParams) -> dict[str, Any] | State[Any]:
         "trial %s frozen (%d episodes); waiting for approval; %s",
         trial_id,
         len(manifest.planned),
-        "; ".join(budget_lines(manifest.budget, sim=manifest.baseline.sim_effects is not None)),
+        " ".join(
+            line.removeprefix("- ").replace("**", "")
+            for line in budget_lines(manifest.budget, sim=manifest.baseline.sim_effects is not None)
+            if line
+        ),
     )
 
     approval = decide(params, run_dir, manifest)

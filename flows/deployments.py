@@ -8,8 +8,6 @@ from __future__ import annotations
 
 from typing import Any
 
-from prefect import serve
-
 from flows import audit_savings, canary_trial, certify_clients, compare_artifact
 from flows.evidence_eval import evidence_eval
 from flows.form_schema import Choices, drop_none, polish_schema
@@ -100,5 +98,55 @@ def by_module_path(deployment: Any, flow_obj: Any) -> Any:
     return deployment
 
 
+STOP_GRACE_S = 8.0
+
+
 def serve_all(limit: int = 4) -> None:
-    serve(*build_deployments(), limit=limit)
+    """Serve every deployment until SIGINT or SIGTERM.
+
+    Either signal asks the runner to stop (it cancels the flow runs it is executing
+    and stops polling); a run suspended for approval (a canary) holds no process and
+    stays Paused on the server, for a later `pairlab serve` once resumed. Prefect's
+    own serve ignores SIGINT while it polls; here both signals stop it, and a second
+    signal, or a runner still busy after ``STOP_GRACE_S`` seconds, ends the process.
+    """
+    import asyncio
+    import contextlib
+    import os
+    import signal
+    import sys
+    import threading
+
+    from prefect.runner import Runner
+
+    runner = Runner(limit=limit, pause_on_shutdown=True)
+    deployments = build_deployments()
+    for deployment in deployments:
+        runner.add_deployment(deployment)
+    stopping = threading.Event()
+
+    def force_exit() -> None:
+        print("pairlab serve: the runner did not stop in time; exiting", file=sys.stderr)
+        os._exit(1)
+
+    def on_signal(signum: int, _frame: object) -> None:
+        if stopping.is_set():
+            force_exit()
+        stopping.set()
+        print(f"pairlab serve: {signal.Signals(signum).name}, stopping", file=sys.stderr)
+        timer = threading.Timer(STOP_GRACE_S, force_exit)
+        timer.daemon = True
+        timer.start()
+        if runner.started and runner._loop is not None:
+            runner.stopping = True
+            runner.execute_in_background(runner.astop)
+        else:
+            raise SystemExit(0)
+
+    signal.signal(signal.SIGINT, on_signal)
+    signal.signal(signal.SIGTERM, on_signal)
+    runner.handle_sigterm = on_signal  # type: ignore[method-assign]  # Runner.start installs it
+    names = ", ".join(f"{d.flow_name}/{d.name}" for d in deployments)
+    print(f"pairlab serve: serving {names}; stop with Ctrl-C or SIGTERM", file=sys.stderr)
+    with contextlib.suppress(KeyboardInterrupt):
+        asyncio.run(runner.start())

@@ -314,6 +314,9 @@ def register(app: typer.Typer) -> None:
         SIGINT/SIGTERM stop it within seconds; a canary waiting for approval stays
         paused on the server and a later `pairlab serve` runs it once approved."""
         _quiet_prefect("INFO" if verbose else "WARNING")
+        # The runner notices a stop (SIGINT/SIGTERM) and new runs at its next poll: poll
+        # often, so `pairlab serve` exits within seconds and picks up resumed runs quickly.
+        os.environ.setdefault("PREFECT_RUNNER_POLL_FREQUENCY", "2")
         if not os.environ.get("PREFECT_API_URL"):
             raise EnvironmentUnavailable(
                 "PREFECT_API_URL is not set: start a server (`uv run prefect server start`) and export "
