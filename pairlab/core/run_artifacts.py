@@ -68,11 +68,14 @@ DECISION_LABELS: Final = {
 }
 
 
-def decision_label(effect: Mapping[str, Any], exploratory: bool) -> str:
-    """report.json's decision of an effect in words; ``(exploratory)`` when the cohort's
-    gate is below the plan's minimum pairs (then nothing is a win)."""
-    label = DECISION_LABELS.get(str(effect.get("decision")), str(effect.get("decision")))
-    return f"{label} (exploratory)" if exploratory else label
+def decision_label(effect: Mapping[str, Any], plan_min_pairs: int | None = None) -> str:
+    """report.json's decision of an effect in words, ``(exploratory)`` when a gate below
+    the plan's minimum let it be tested with fewer pairs than the plan (never a win)."""
+    decision = str(effect.get("decision"))
+    label = DECISION_LABELS.get(decision, decision)
+    n = effect.get("n")
+    below_plan = plan_min_pairs is not None and isinstance(n, int) and n < plan_min_pairs
+    return f"{label} (exploratory)" if below_plan and decision != "insufficient" else label
 
 
 def why_not(effect: Mapping[str, Any]) -> str:
@@ -165,7 +168,8 @@ def cohort_tables(report: Mapping[str, Any]) -> dict[str, list[dict[str, Any]]]:
     cohorts = report.get("analysis", {}).get("cohorts", [])
     groups = {_group_label(c.get("key", {})) for c in cohorts}
     tables: dict[str, list[dict[str, Any]]] = {}
-    exploratory = bool(report.get("analysis", {}).get("exploratory"))
+    analysis = report.get("analysis", {})
+    plan_min = analysis.get("plan", {}).get("min_pairs") if analysis.get("exploratory") else None
     for cohort in cohorts:
         key = cohort.get("key", {})
         task = cohort_title(key)
@@ -182,9 +186,7 @@ def cohort_tables(report: Mapping[str, Any]) -> dict[str, list[dict[str, Any]]]:
                     "n": effect.get("n"),
                     "effect": number(effect.get("estimate"), places, signed=True),
                     "95% CI": interval(effect.get("ciLow"), effect.get("ciHigh"), places),
-                    "decision": decision_label(
-                        effect, exploratory or bool(cohort.get("exploratory"))
-                    ),
+                    "decision": decision_label(effect, plan_min),
                     "why not a win": why_not(effect),
                 }
             )
