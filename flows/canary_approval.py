@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 from typing import Any, Literal
+from uuid import UUID
 
 from prefect.artifacts import create_markdown_artifact
 from prefect.exceptions import FlowPauseTimeout
@@ -103,10 +104,26 @@ def ask_approval(
                 key="canary-approval",
             )
     except FlowPauseTimeout:
+        # The server turns any final state proposed by a run whose pause timed out into
+        # Failed ("paused and never resumed"); Cancelling is the one way out it allows,
+        # so the trial can end Cancelled with its own message.
+        _leave_expired_pause(f"not approved within {params.approval_timeout_s} s")
         return "timeout", None
     if decision is None:  # resumed without input: not an approval
         return "rejected", None
     return ("approved" if decision.approve else "rejected"), decision
+
+
+def _leave_expired_pause(message: str) -> None:
+    from prefect.client.orchestration import get_client
+    from prefect.runtime import flow_run
+    from prefect.states import Cancelling
+
+    run_id = flow_run.get_id()
+    if run_id is None:
+        return
+    with get_client(sync_client=True) as client:
+        client.set_flow_run_state(UUID(run_id), Cancelling(message=message))
 
 
 def approval_record(

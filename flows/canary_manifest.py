@@ -11,7 +11,7 @@ and shown as a markdown artifact for the approver.
 from __future__ import annotations
 
 import secrets
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import Any, Final
 
 from prefect import task
@@ -211,10 +211,12 @@ def frozen_manifest(
     else:
         manifest = freeze_manifest(params, trial_id, suite, profile, schedule)
         run_dir.write_json(f"{TRIALS}/manifest.json", manifest.model_dump(mode="json"))
+    deadline = datetime.now(UTC) + timedelta(seconds=params.approval_timeout_s)
+    waiting = f"awaiting approval until {deadline:%Y-%m-%d %H:%M:%S} UTC (then not run)"
     create_markdown_artifact(
         key=artifact_key("canary-manifest", trial_id),
-        markdown=manifest_markdown(manifest),
-        description="frozen canary manifest and expected budget",
+        markdown=manifest_markdown(manifest, heading=waiting),
+        description=f"canary manifest — {waiting}",
     )
     return manifest
 
