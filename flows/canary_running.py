@@ -31,6 +31,7 @@ from flows.canary_manifest import TRIALS, arm_effects
 from flows.params import CanaryTrialParams
 from pairlab.adapters.backends.base import ExecutionBackend, make_backend
 from pairlab.adapters.episode_build import episode_record, episode_spec
+from pairlab.adapters.episode_io import assess_concurrent_use, concurrency_mark
 from pairlab.adapters.rundir import RunDir, safe_name
 from pairlab.adapters.trial_inputs import open_sim_account
 from pairlab.core.canary import CheckResult, RunEvidence
@@ -106,6 +107,7 @@ def run_canary_episode(
         if stratum == "warm":
             _seed_warm(prepared, planned)
         _wait_until(math.ceil(time.time()))  # the interval starts on a whole second
+        mark_start = concurrency_mark(profile, account_dir)
         before = quota_snapshot(profile, account_dir)
         started = min((o.observed_at.timestamp() for o in before), default=time.time())
         outcome = run_episode(backend, prepared)
@@ -138,6 +140,7 @@ def run_canary_episode(
         overrun = time.time() > deadline
         _wait_until(deadline)
         after = quota_snapshot(profile, account_dir)
+        mark_end = concurrency_mark(profile, account_dir)
     finally:
         teardown_episode(backend, prepared)
     record = episode_record(
@@ -155,6 +158,14 @@ def run_canary_episode(
         quota_after=after,
         ledger=ledger,
         include_transcript=False,
+        # the account's charge log decides (simulator), else the operator's assertion
+        concurrent_use=assess_concurrent_use(
+            profile,
+            account_dir,
+            (mark_start, mark_end),
+            {planned.episode_id},
+            params.unrelated_concurrent_use,
+        ),
     )
     evidence = RunEvidence(
         episode_id=planned.episode_id,

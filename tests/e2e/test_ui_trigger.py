@@ -121,7 +121,9 @@ def test_trigger_eval_from_the_ui_and_follow_it(prefect_server: Any, tmp_path: P
                 expect(body).to_contain_text("Lease (seconds)")
                 expect(body).to_contain_text("Poll (seconds)")
                 expect(body).to_contain_text("Quota interval (seconds)")
-                expect(_field(page, "Episode Limit")).to_contain_text("pairlab-episodes-<account>")
+                expect(_field(page, "Episode Limit").first).to_contain_text(
+                    "pairlab-episodes-<account>"
+                )
                 suite = _field(page, "Suite").locator("button.p-select-button__control").first
                 assert suite.inner_text().strip() == "core"
                 suite.click()  # a drop-down of the catalog's suites, not free text
