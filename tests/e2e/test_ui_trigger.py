@@ -25,6 +25,7 @@ from typing import Any
 
 import pytest
 
+from flows.deployments import form_choices
 from pairlab.core.run_artifacts import decision_label, why_not
 from tests.support import CHROMIUM, require
 from tests.ui_support import (
@@ -126,8 +127,19 @@ def test_trigger_eval_from_the_ui_and_follow_it(prefect_server: Any, tmp_path: P
                 )
                 suite = _field(page, "Suite").locator("button.p-select-button__control").first
                 assert suite.inner_text().strip() == "core"
-                suite.click()  # a drop-down of the catalog's suites, not free text
-                expect(page.get_by_role("option", name="core")).to_be_visible()
+                # the profile is a drop-down of the runner profiles, not free text
+                profile = _field(page, "Profile").locator("button.p-select-button__control").first
+                options = page.locator(".p-select-option__text")
+                profile.focus()
+                for _ in range(6):  # the v1 select opens on Enter once focused (sometimes late)
+                    if options.first.is_visible():
+                        break
+                    page.keyboard.press("Enter")
+                    page.wait_for_timeout(1500)
+                expect(options.first).to_be_visible()
+                offered = [o.strip() for o in options.all_inner_texts()]
+                assert offered == form_choices().profiles, offered
+                screenshot(page, shots, "ui-eval-form-profile-choices")
                 page.keyboard.press("Escape")
                 screenshot(page, shots, "ui-eval-form", tall=True)
 
