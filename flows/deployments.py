@@ -101,6 +101,21 @@ def by_module_path(deployment: Any, flow_obj: Any) -> Any:
 STOP_GRACE_S = 8.0
 
 
+def keep_paused_runs(runner: Any) -> None:
+    """On stop the runner cancels every flow run it still tracks. A run suspended for input
+    (a canary awaiting approval) may still be tracked while its process exits: leave it
+    Paused on the server, for a later `pairlab serve` once it is resumed."""
+    manager = runner._cancellation_manager
+    cancel = manager.cancel
+
+    async def cancel_unless_paused(flow_run: Any, *args: Any, **kwargs: Any) -> None:
+        if flow_run.state is not None and flow_run.state.is_paused():
+            return
+        await cancel(flow_run, *args, **kwargs)
+
+    manager.cancel = cancel_unless_paused
+
+
 def serve_all(limit: int = 4) -> None:
     """Serve every deployment until SIGINT or SIGTERM.
 
@@ -119,7 +134,9 @@ def serve_all(limit: int = 4) -> None:
 
     from prefect.runner import Runner
 
-    runner = Runner(limit=limit, pause_on_shutdown=True)
+    # pause_on_shutdown off: pausing every deployment on the way out costs API calls (seconds
+    # on a loaded machine) and the next `pairlab serve` re-registers them active anyway
+    runner = Runner(limit=limit, pause_on_shutdown=False)
     deployments = build_deployments()
     for deployment in deployments:
         runner.add_deployment(deployment)
@@ -138,6 +155,7 @@ def serve_all(limit: int = 4) -> None:
         timer.daemon = True
         timer.start()
         if runner.started and runner._loop is not None:
+            keep_paused_runs(runner)
             runner.stopping = True
             runner.execute_in_background(runner.astop)
         else:

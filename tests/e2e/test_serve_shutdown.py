@@ -69,7 +69,8 @@ def test_serve_stops_on_sigterm_and_a_new_serve_resumes_the_paused_canary(
         took = _stop(first, signal.SIGTERM)
         assert first.returncode == 0, (serve_dir / "serve-1.log").read_text()[-3000:]
     finally:
-        stop_process_group(first, timeout=10)
+        if first.poll() is None:  # only a serve that did not stop; its children end alone
+            stop_process_group(first, timeout=10)
     print(f"pairlab serve stopped {took:.1f} s after SIGTERM")
     # the trial is still paused on the server, and nothing ran
     still = api(prefect_server, "GET", f"/flow_runs/{run['id']}")
@@ -105,7 +106,8 @@ def test_serve_stops_on_sigterm_and_a_new_serve_resumes_the_paused_canary(
         took_int = _stop(second, signal.SIGINT)
         assert second.returncode == 0, (serve_dir / "serve-2.log").read_text()[-3000:]
     finally:
-        stop_process_group(second, timeout=10)
+        if second.poll() is None:  # only a serve that did not stop; its children end alone
+            stop_process_group(second, timeout=10)
     print(f"pairlab serve stopped {took_int:.1f} s after SIGINT")
 
     # the same trial, run once, with the approval recorded

@@ -131,10 +131,10 @@ def test_trigger_eval_from_the_ui_and_follow_it(prefect_server: Any, tmp_path: P
                 profile = _field(page, "Profile").locator("button.p-select-button__control").first
                 options = page.locator(".p-select-option__text")
                 profile.focus()
-                for _ in range(6):  # the v1 select opens on Enter once focused (sometimes late)
+                for _ in range(4):  # the v1 select opens with the arrow key once focused
                     if options.first.is_visible():
                         break
-                    page.keyboard.press("Enter")
+                    page.keyboard.press("ArrowDown")
                     page.wait_for_timeout(1500)
                 expect(options.first).to_be_visible()
                 offered = [o.strip() for o in options.all_inner_texts()]
@@ -164,7 +164,7 @@ def test_trigger_eval_from_the_ui_and_follow_it(prefect_server: Any, tmp_path: P
                 page.goto(f"{prefect_server.url}/flow-runs/flow-run/{flow_run_id}")
                 page.wait_for_load_state("networkidle")
                 expect(page.get_by_text("Completed").first).to_be_visible()
-                expect(page.locator("body")).to_contain_text(f"Runs / {RUN_ID}")
+                expect(page.get_by_text(RUN_ID, exact=True).first).to_be_visible()
                 logs = page.locator("body")
                 expect(logs).to_contain_text(f"run {RUN_ID} plan: suite core, profile sim")
                 expect(logs).to_contain_text(f"run {RUN_ID} is EXPLORATORY")
@@ -200,7 +200,8 @@ def test_trigger_eval_from_the_ui_and_follow_it(prefect_server: Any, tmp_path: P
                 screenshot(page, shots, "ui-eval-headline", tall=True)
 
                 # The cohort table: report.json's decisions, fitting the 1440 px screen.
-                page.go_back()
+                page.goto(f"{prefect_server.url}/flow-runs/flow-run/{flow_run_id}")
+                page.get_by_text("Artifacts", exact=True).first.click()
                 page.get_by_text(table_key, exact=True).first.click()
                 page.wait_for_url(re.compile(r"/artifacts/artifact/"), wait_until="commit")
                 table = page.locator("table").first
@@ -233,7 +234,7 @@ def test_trigger_eval_from_the_ui_and_follow_it(prefect_server: Any, tmp_path: P
 
     # The form values reached the flow: one task x 2 repetitions x 4 arms, in serve's cwd.
     params = api(prefect_server, "GET", f"/flow_runs/{flow_run_id}")["parameters"]["params"]
-    assert params["task_filter"] == ["fix-median"]
+    assert params["task_filter"] == ["fix-median"] and params["profile"] == "sim"
     assert params["repetitions"] == 2 and params["min_pairs"] == 2 and params["run_id"] == RUN_ID
     lines = (store_run / "episodes.jsonl").read_text().splitlines()
     assert len(lines) == 8
