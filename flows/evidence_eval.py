@@ -13,10 +13,9 @@ import secrets
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
-from uuid import UUID
 
 from prefect import flow, get_run_logger, task
-from prefect.artifacts import create_progress_artifact, update_progress_artifact
+from prefect.artifacts import update_progress_artifact
 from prefect.cache_policies import NO_CACHE
 from prefect.futures import PrefectConcurrentFuture, PrefectFuture
 from prefect.task_runners import ThreadPoolTaskRunner
@@ -51,7 +50,13 @@ from tasks.episode import (
     run_measured,
     teardown_episode,
 )
-from tasks.report import aggregate_cohorts, publish_run_outputs, render_report, show_results
+from tasks.report import (
+    aggregate_cohorts,
+    progress_artifact,
+    publish_run_outputs,
+    render_report,
+    show_results,
+)
 
 MAX_PAIR_WORKERS = 32
 
@@ -251,9 +256,7 @@ def evidence_eval(params: EvidenceEvalParams) -> dict[str, Any]:
     account_dir = sim_account_dir(Path(params.work_dir), profile)
 
     prog = progress_events.Progress(total=len(planned_ids), skipped=len(done))
-    artifact_id: UUID = create_progress_artifact(  # type: ignore[assignment]  # sync here
-        progress=prog.percent(), key=None, description=_progress_text(run_id, prog)
-    )
+    artifact_id = progress_artifact(prog.percent(), _progress_text(run_id, prog))
     units = schedule.units()  # pairs; blocks of quota intervals in quota-aware plans
     pending = [p for p in units if any(e.episode_id not in done for e in p)]
     gate = resolve_gate(params.min_pairs, plan)

@@ -96,12 +96,17 @@ def _require_prefect_server(api_url: str) -> None:
 
 def _print_result(result: dict[str, Any], as_json: bool) -> None:
     if as_json:
-        keys = ("run_id", "store", "episodes", "failed", "report", "report_html")
+        keys = ("run_id", "store", "episodes", "failed", "exploratory", "report", "report_html")
         emit_json({k: result[k] for k in keys if k in result})
         return
     typer.echo(
         f"run {result['run_id']}: {result['episodes']} episodes ({result['failed']} failed or incorrect)"
     )
+    if result.get("exploratory"):
+        typer.echo(
+            "EXPLORATORY: the gate is below the study plan's minimum pairs; "
+            "effects with fewer pairs are not wins"
+        )
     typer.echo(f"report: {result['report']}")
     if result.get("report_html"):
         typer.echo(f"html:   {result['report_html']}")
