@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import concurrent.futures
 import functools
+import logging
 import secrets
 from datetime import UTC, datetime
 from pathlib import Path
@@ -375,7 +376,12 @@ def evidence_eval(params: EvidenceEvalParams) -> dict[str, Any]:
                         why = failure_reason(rec)
                         if why is not None:
                             prog.failed += 1
-                            logger.warning(
+                            # an incorrect answer is data (INFO: the Logs tab, not the
+                            # console); a run that failed or was excluded is a warning
+                            logger.log(
+                                logging.INFO
+                                if rec.success and not (rec.excluded or rec.timed_out)
+                                else logging.WARNING,
                                 "episode %s (%s, %s, rep %s) failed: %s",
                                 rec.episode_id,
                                 rec.task_id,
