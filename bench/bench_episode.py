@@ -57,6 +57,7 @@ def time_episodes(
                 planned,
                 run_id=run_id,
                 suite=suite,
+                entry=task,
                 profile=profile,
                 model=None,
                 seed=0,

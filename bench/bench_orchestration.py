@@ -106,7 +106,7 @@ def _plain_functions() -> Iterator[None]:
 def direct_eval(params: Any) -> int:
     """The flow's work without Prefect: same episode code, sequential pairs, same outputs."""
     import flows.evidence_eval as ev
-    from pairlab.adapters.backends.base import make_backend
+    from pairlab.adapters.backends.factory import make_backend
     from pairlab.adapters.episode_io import load_eval_inputs, sim_account_dir
     from pairlab.adapters.run_outputs import publish_outputs, write_run_outputs
     from pairlab.adapters.rundir import RunDir

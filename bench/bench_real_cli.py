@@ -157,6 +157,7 @@ def episode_vs_bare(cli: str, backend_name: str) -> tuple[float, float, float] |
                     planned,
                     run_id=run_id,
                     suite=suite,
+                    entry=task,
                     profile=endpoint.profile,
                     model=None,
                     seed=SEED,

@@ -29,7 +29,8 @@ from typing import Any, Final
 
 from flows.canary_manifest import TRIALS, arm_effects
 from flows.params import CanaryTrialParams
-from pairlab.adapters.backends.base import ExecutionBackend, make_backend
+from pairlab.adapters.backends.base import ExecutionBackend
+from pairlab.adapters.backends.factory import make_backend
 from pairlab.adapters.episode_build import episode_record, episode_spec
 from pairlab.adapters.episode_io import assess_concurrent_use, concurrency_mark
 from pairlab.adapters.rundir import RunDir, safe_name
@@ -94,6 +95,7 @@ def run_canary_episode(
         planned,
         run_id=run_dir.run_id,
         suite=suite,
+        entry=entry,
         profile=profile,
         model=params.model,
         seed=params.seed,
@@ -148,6 +150,7 @@ def run_canary_episode(
         run_id=run_dir.run_id,
         stratum=stratum,
         suite=suite,
+        entry=entry,
         profile=profile,
         backend_name=backend.name,
         requested_model=params.model,

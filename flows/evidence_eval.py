@@ -26,8 +26,10 @@ from flows.episode_attempt import episode_attempt
 from flows.params import EvidenceEvalParams
 from flows.quota_block import quota_interval_plan, run_quota_block, write_quota_intervals
 from flows.run_ui import failure_reason, name_flow_run, pair_text
+from flows.warm_harvest import harvest_graph
 from pairlab.adapters import progress as progress_events
-from pairlab.adapters.backends.base import ExecutionBackend, make_backend
+from pairlab.adapters.backends.base import ExecutionBackend
+from pairlab.adapters.backends.factory import make_backend
 from pairlab.adapters.episode_build import episode_record, episode_spec
 from pairlab.adapters.episode_io import (
     load_eval_inputs,
@@ -43,6 +45,7 @@ from pairlab.core.plan import PlannedEpisode, Schedule, plan_schedule
 from pairlab.core.schemas.catalog import LoadedSuite
 from pairlab.core.schemas.episode import EpisodeRecord
 from pairlab.core.schemas.profile import RunnerProfile
+from pairlab.core.warm_stratum import WARM, plan_warm_schedule
 from tasks.args import quoted
 from tasks.episode import (
     collect_and_grade,
@@ -68,6 +71,10 @@ def new_run_id() -> str:
 
 @task(name="plan", cache_policy=NO_CACHE, persist_result=False)
 def plan_task(params: EvidenceEvalParams, run_id: str, task_ids: list[str]) -> Schedule:
+    if params.warm is not None:  # claim 4: cold and warm strata planned together
+        return plan_warm_schedule(
+            task_ids, list(params.arms), params.repetitions, params.seed, run_id
+        )
     return plan_schedule(
         task_ids,
         list(params.arms),
@@ -88,6 +95,8 @@ def _execute_one(
     run_dir: RunDir,
     account_dir: Path | None,
     endpoint: RunEndpoint | None = None,
+    warm_graph: Path | None = None,
+    save: bool = True,
 ) -> EpisodeRecord:
     task_entry = suite.task(planned.task_id)
     registered = (
@@ -105,12 +114,15 @@ def _execute_one(
         planned,
         run_id=run_dir.run_id,
         suite=suite,
+        entry=task_entry,
         profile=profile,
         model=params.model,
         seed=params.seed,
         keep_workspace=params.keep_workspaces,
         account_dir=account_dir,
         endpoint_url=registered.url if registered is not None else None,
+        holdout_share=params.holdout_share,
+        carried_graph=warm_graph if planned.stratum == WARM else None,
     )
     episode_dir = run_dir.episode_dir(planned.episode_id)
     # quoted(): Prefect would otherwise walk these objects looking for futures on every
@@ -151,8 +163,9 @@ def _execute_one(
     record = episode_record(
         planned,
         run_id=run_dir.run_id,
-        stratum=None,
+        stratum=planned.stratum,
         suite=suite,
+        entry=task_entry,
         profile=profile,
         backend_name=backend.name,
         requested_model=params.model,
@@ -164,7 +177,10 @@ def _execute_one(
         ledger=collected.ledger,
         include_transcript=params.include_transcript,
         concurrent_use=measured.concurrent_use,
+        evidence=collected.evidence,
     )
+    if not save:
+        return record
     return record_episode(quoted(run_dir), quoted(record))
 
 
@@ -186,6 +202,7 @@ def run_pair(
     account_dir: Path | None,
     done: dict[str, EpisodeRecord],
     endpoint: RunEndpoint | None = None,
+    warm_graph: Path | None = None,
 ) -> list[EpisodeRecord]:
     """Run the episodes of one pair strictly in their planned order."""
     records = []
@@ -206,6 +223,7 @@ def run_pair(
                     run_dir=run_dir,
                     account_dir=account_dir,
                     endpoint=endpoint,
+                    warm_graph=warm_graph,
                 )
             )
     return records
@@ -241,6 +259,8 @@ def evidence_eval(params: EvidenceEvalParams) -> dict[str, Any]:
     name_flow_run(run_id)  # the UI's run name is pairlab's run id
     suite, profile = load_eval_inputs(params.suite, params.profile)
     task_ids = [t.id for t in suite.tasks if not params.task_filter or t.id in params.task_filter]
+    if params.warm is not None:  # the harvest task runs once, before the strata
+        task_ids = [t for t in task_ids if t != params.warm.harvest_task]
     schedule = plan_task(params, run_id, task_ids)
     run_dir = RunDir(Path(params.work_dir), run_id).ensure()
     # Pre-registration: frozen before the first episode; a resumed run whose plan
@@ -291,6 +311,24 @@ def evidence_eval(params: EvidenceEvalParams) -> dict[str, Any]:
             plan.plan.min_pairs,
         )
     progress_events.notify(prog)
+
+    warm_graph = None
+    if params.warm is not None:  # claim 4: the harvest session, its graph frozen and hashed
+        warm_graph = harvest_graph(
+            params.warm.harvest_task,
+            run_dir,
+            functools.partial(
+                _execute_one,
+                params=params,
+                suite=suite,
+                profile=profile,
+                backend=backend,
+                run_dir=run_dir,
+                account_dir=account_dir,
+                endpoint=endpoint,
+                save=False,
+            ),
+        )
     pair_no = {id(p): i + 1 for i, p in enumerate(pending)}
     records: dict[str, EpisodeRecord] = dict(done)
     window = params.concurrency
@@ -343,6 +381,7 @@ def evidence_eval(params: EvidenceEvalParams) -> dict[str, Any]:
             account_dir=account_dir,
             done=quoted(done),
             endpoint=quoted(endpoint),
+            warm_graph=warm_graph,
         )
         track(fut, pair)
 

@@ -21,6 +21,16 @@ def _all_arms() -> list[Arm]:
     return ["baseline", "optimizer", "retrieval", "full"]
 
 
+class WarmStratumParams(BaseModel):
+    """Claim 4 (issue 18): a harvest session of ``harvest_task`` (full arm) writes findings;
+    its graph, frozen and hashed, is carried into the warm stratum's retrieval/full arms.
+    The suite's other tasks run in both strata, planned together, never pooled."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    harvest_task: str = Field(min_length=1, description="Suite task the harvest session runs")
+
+
 class EvidenceEvalParams(BaseModel):
     """A paired, order-rotated evaluation of the treatment arms against baseline."""
 
@@ -95,6 +105,19 @@ class EvidenceEvalParams(BaseModel):
         le=86_400,
         description="Quota-aware schedule: length of each interval (must exceed its episodes)",
     )
+    warm: WarmStratumParams | None = Field(
+        None,
+        description="Claim 4: plan a warm stratum beside the cold one (empty = cold only)",
+    )
+    holdout_share: float = Field(
+        0.5,
+        ge=0,
+        le=1,
+        description=(
+            "Retrieval holdouts: the seeded share of eligible findings withheld (ids and "
+            "shadow tokens logged, never shown) in retrieval and full arms"
+        ),
+    )
     emulator: EmulatorSettings = Field(
         default_factory=EmulatorSettings,
         description=(
@@ -106,6 +129,14 @@ class EvidenceEvalParams(BaseModel):
     _unset_if_empty = field_validator("model", "study_plan", "run_id", mode="before")(
         _empty_is_unset
     )
+
+    @model_validator(mode="after")
+    def _warm_in_process(self) -> EvidenceEvalParams:
+        if self.warm is not None and (
+            self.dispatch.mode != "in-process" or self.quota_interval_episodes is not None
+        ):
+            raise ValueError("a warm stratum runs in-process, without quota intervals")
+        return self
 
     @model_validator(mode="after")
     def _one_interval_at_a_time(self) -> EvidenceEvalParams:

@@ -17,7 +17,7 @@ from prefect import flow, get_run_logger
 
 from flows.dispatch import PAIR_FLOW_NAME, RunPairRequest
 from flows.evidence_eval import run_pair
-from pairlab.adapters.backends.base import make_backend
+from pairlab.adapters.backends.factory import make_backend
 from pairlab.adapters.episode_io import load_eval_inputs, sim_account_dir
 from pairlab.adapters.run_endpoint import open_run_endpoint
 from pairlab.adapters.rundir import RunDir

@@ -31,9 +31,12 @@ from pairlab.adapters.episode_io import (
     ingest_ledger,
     read_episode_usage,
     snapshot_quota,
+    usage_files,
 )
+from pairlab.adapters.finding_evidence import read_episode_evidence
 from pairlab.adapters.grading import grade
 from pairlab.adapters.rundir import RunDir
+from pairlab.core.findings.evidence import EpisodeEvidence
 from pairlab.core.quota_consumption import UNKNOWN_CONCURRENT_USE, ConcurrentUse
 from pairlab.core.schemas.catalog import TaskEntry
 from pairlab.core.schemas.episode import EpisodeRecord, GraderCheck
@@ -101,6 +104,7 @@ class CollectedEpisode:
     usage: EpisodeUsage
     ledger: dict[str, int | None] | None
     checks: list[GraderCheck]
+    evidence: EpisodeEvidence | None = None  # the intervention's finding evidence and join
 
 
 @infra_task("collect-and-grade")
@@ -123,7 +127,10 @@ def collect_and_grade(
     delivered = ledger.get("observed_returned_tokens") if ledger else None
     final_answer = extract_final_answer(outcome.stdout, profile.client)
     checks = grade(backend, prepared, task_entry, final_answer, delivered)
-    return CollectedEpisode(files=files, usage=usage, ledger=ledger, checks=checks)
+    evidence = read_episode_evidence(files, usage_files(profile, files))
+    return CollectedEpisode(
+        files=files, usage=usage, ledger=ledger, checks=checks, evidence=evidence
+    )
 
 
 @infra_task("record")

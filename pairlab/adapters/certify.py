@@ -25,7 +25,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict
 
-from pairlab.adapters.backends.base import BASELINE_ARM, EpisodeSpec, ExecutionBackend, make_backend
+from pairlab.adapters.backends.base import BASELINE_ARM, EpisodeSpec, ExecutionBackend
+from pairlab.adapters.backends.factory import make_backend
 from pairlab.adapters.isolation_probe import (
     SeenConfig,
     config_in_home,
@@ -86,6 +87,9 @@ class ProfileCertification(_Model):
     checks: list[CertifyCheck]
     version: str | None
     matrix: IsolationMatrix | None = None
+    # claim 1 (issue 18): lifecycle events the protocol exposed to the intervention, per
+    # client; deterministic verification, never causal evidence
+    lifecycle: dict[str, Any] | None = None
 
 
 class CertifyReport(_Model):

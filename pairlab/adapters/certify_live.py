@@ -43,6 +43,7 @@ from pairlab.adapters.certify import (
     MatrixRow,
     ProfileCertification,
 )
+from pairlab.adapters.finding_evidence import lifecycle_of
 from pairlab.adapters.isolation_probe import host_env_for
 from pairlab.adapters.paths import catalog_dir
 from pairlab.adapters.planted_config import MARKER_DIR, PlantedItem, plant
@@ -81,6 +82,7 @@ class Observation:
     servers: set[str] = field(default_factory=set)  # MCP servers offered to the model
     intervention_calls: int = 0  # tools/call the intervention answered (its trace)
     requests: int = 0
+    lifecycle: dict[str, Any] | None = None  # treated arms: claim 1's lifecycle events
 
 
 def _bodies(registered: EpisodeEndpoint) -> list[dict[str, Any]]:
@@ -231,6 +233,8 @@ class _LiveProbe:
         registered, collected, output, code, error = self.episode(arm, profile)
         seen = observe(column, self.profile.client, registered, collected, items)
         seen.exit_code, seen.error = code, error
+        if arm != BASELINE_ARM and profile is None:
+            seen.lifecycle = lifecycle_of(self.profile.client, collected, TRACE_FILE)
         if code != 0 and error is None:
             seen.error = f"exit {code}: {output.strip()[-300:]}"
         return seen
@@ -391,6 +395,7 @@ def certify_live(
     del factory
     version: str | None = None
     matrix: IsolationMatrix | None = None
+    lifecycle: dict[str, Any] | None = None
     try:
         cli_check, version = _cli_check(profile, backend_name)
         checks.append(cli_check)
@@ -404,7 +409,7 @@ def certify_live(
             home = host_home or scratch / "host-home"
             home.mkdir(parents=True, exist_ok=True)
             try:
-                matrix, version = _probe_all(
+                matrix, version, lifecycle = _probe_all(
                     name, profile, backend_name, scratch, home, checks, version
                 )
             except PairlabError as exc:
@@ -419,6 +424,7 @@ def certify_live(
         checks=checks,
         version=version,
         matrix=matrix,
+        lifecycle=lifecycle,
     )
 
 
@@ -430,8 +436,9 @@ def _probe_all(
     home: Path,
     checks: list[CertifyCheck],
     version: str | None,
-) -> tuple[IsolationMatrix, str | None]:
+) -> tuple[IsolationMatrix, str | None, dict[str, Any] | None]:
     settings = EmulatorSettings(keep_requests=True, wrong_probability=0.0)
+    lifecycle: dict[str, Any] | None = None
     with open_run_endpoint(
         profile,
         run_id=f"certify-{name}",
@@ -450,6 +457,9 @@ def _probe_all(
             seen = probe.observe(arm, arm, items)
             observations.append(seen)
             checks.append(_judge_arm(seen, arm, items))
+            if seen.lifecycle is not None and lifecycle is None:
+                lifecycle = seen.lifecycle
+                checks.append(_lifecycle_check(arm, lifecycle))
         baseline = next((o for o in observations if o.column == BASELINE_ARM), Observation("-"))
         for flag in profile.baseline_isolation.flags:
             args = dict(probe.profile.arm_args)
@@ -459,7 +469,16 @@ def _probe_all(
             observations.append(seen)
             checks.append(_ablation_check(flag, seen, baseline))
         observations += _controls(probe, items, backend_name, baseline, checks)
-    return _matrix(items, observations), version or said
+    return _matrix(items, observations), version or said, lifecycle
+
+
+def _lifecycle_check(arm: str, lifecycle: dict[str, Any]) -> CertifyCheck:
+    events = ", ".join(f"{k} {v['status']}" for k, v in lifecycle["events"].items())
+    return CertifyCheck(
+        name=f"lifecycle ({arm}; deterministic verification, not causal evidence)",
+        passed=bool(lifecycle["passed"]),
+        detail=events,
+    )
 
 
 def _with_host_home(profile: RunnerProfile) -> RunnerProfile:

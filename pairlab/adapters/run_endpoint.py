@@ -33,7 +33,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final
 
-from pairlab.adapters.backends.base import ExecutionBackend, make_backend
+from pairlab.adapters.backends.base import ExecutionBackend
+from pairlab.adapters.backends.factory import make_backend
 from pairlab.adapters.emulator import EpisodeRegistration, ProviderEmulator
 from pairlab.adapters.emulator.server import (
     CLAUDE_API_KEY,

@@ -101,6 +101,7 @@ def run_one_episode(
             planned,
             run_id=run_id,
             suite=suite,
+            entry=task,
             profile=endpoint.profile if endpoint else profile,
             model=model,
             seed=seed,

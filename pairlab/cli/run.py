@@ -213,6 +213,22 @@ def register(app: typer.Typer) -> None:
         quota_interval_s: Annotated[
             float, typer.Option(help="Length of each scheduled quota interval, seconds")
         ] = 120.0,
+        holdout_share: Annotated[
+            float,
+            typer.Option(
+                min=0.0,
+                max=1.0,
+                help="Retrieval holdouts: seeded share of eligible findings withheld "
+                "(ids and shadow tokens logged)",
+            ),
+        ] = 0.5,
+        warm_harvest_task: Annotated[
+            str | None,
+            typer.Option(
+                help="Claim 4: plan a warm stratum; this task's full-arm session harvests the "
+                "findings carried into it (docs/findings.md)"
+            ),
+        ] = None,
         emulator_fault: Annotated[
             list[str] | None,
             typer.Option(
@@ -261,6 +277,8 @@ def register(app: typer.Typer) -> None:
             unrelated_concurrent_use=_assertion(concurrent_use),
             quota_interval_episodes=quota_interval_episodes,
             quota_interval_s=quota_interval_s,
+            holdout_share=holdout_share,
+            warm=None if warm_harvest_task is None else {"harvest_task": warm_harvest_task},
             emulator=_params(EmulatorSettings, **emulator),
         )
         result = _run_eval(params, show_progress=not as_json and sys.stderr.isatty())

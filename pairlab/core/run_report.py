@@ -23,6 +23,7 @@ from pydantic import Field
 
 from pairlab.core.cohort_report import effects_frame
 from pairlab.core.cohorts import analyse_cohorts
+from pairlab.core.findings.claim2 import render_retrieval_markdown, retrieval_evidence
 from pairlab.core.headline import build_headline
 from pairlab.core.quota_intervals import QuotaIntervalRecord
 from pairlab.core.report import build_report_json, render_report_markdown
@@ -32,6 +33,7 @@ from pairlab.core.schemas.episode import EpisodeRecord
 from pairlab.core.study_plan import ResolvedPlan
 from pairlab.core.subscription import analyse_subscription
 from pairlab.core.verdict.artifact import ProviderValue
+from pairlab.core.warm_stratum import render_warm_markdown, warm_effects
 
 RUN_SETTINGS_NAME: Final = "run.json"
 DEFAULT_RESAMPLES: Final = 10_000
@@ -177,13 +179,18 @@ def render_run_report(
     meta = run_meta(settings, records, analysis)
     headline = build_headline(analysis, subscription)
     payload = build_report_json(meta, analysis, subscription, headline)
+    retrieval = retrieval_evidence(records)  # issue 18, claim 2
+    payload["retrievalEvidence"] = retrieval
+    warm = warm_effects(records)  # issue 18, claim 4 (None without a warm stratum)
+    payload["acrossSessions"] = warm
     effects = pl.concat(
         [effects_frame(dict(analysis)), effects_frame(subscription)], how="vertical"
     )
     return RenderedReport(
         payload=payload,
         json_text=report_json_text(payload),
-        markdown=render_report_markdown(meta, analysis, subscription, headline),
+        markdown=render_report_markdown(meta, analysis, subscription, headline)
+        + "\n".join([*render_retrieval_markdown(retrieval), *render_warm_markdown(warm)]),
         html=render_report_html(payload),
         effects=effects,
     )

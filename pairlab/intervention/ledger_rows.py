@@ -58,6 +58,9 @@ class RequestIdentity:
     process_id: str
     session_id: str
     rpc_id: str
+    # the client's own id of the tool call (Claude's tool_use id, Codex's call_id); None when
+    # the client sent none and ``rpc_id`` is the JSON-RPC id (the labelled fallback join)
+    client_call_id: str | None = None
 
 
 def _now() -> str:

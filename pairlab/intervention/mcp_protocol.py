@@ -95,8 +95,9 @@ class McpSession:
         raw_meta = params.get("_meta")
         meta: Mapping[str, Any] = raw_meta if isinstance(raw_meta, Mapping) else {}
         call_id = next((meta[k] for k in CLIENT_CALL_ID_KEYS if meta.get(k)), None)
-        rpc = call_id if isinstance(call_id, str | int) else request_id
-        return RequestIdentity(self.context.process_id, self.session_id(meta), str(rpc))
+        client_id = str(call_id) if isinstance(call_id, str | int) else None
+        rpc = client_id if client_id is not None else str(request_id)
+        return RequestIdentity(self.context.process_id, self.session_id(meta), rpc, client_id)
 
     # -- dispatch -------------------------------------------------------------
 
@@ -176,7 +177,9 @@ class McpSession:
         try:
             text = self.tools[name].handler(self.context, call)
         except ToolFailure as exc:
+            self.context.log_call(call, is_error=True)
             return _result(request_id, _text_result(str(exc), is_error=True))
+        self.context.log_call(call, is_error=False)
         return _result(request_id, _text_result(text, is_error=False))
 
 

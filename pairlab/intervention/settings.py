@@ -30,6 +30,7 @@ STATE_ENV: Final = "PAIRLAB_STATE_DIR"
 WORKSPACE_ROOT_ENV: Final = "PAIRLAB_WORKSPACE_ROOT"
 WORKDIR_ENV: Final = "PAIRLAB_WORKSPACE"
 EPISODE_ENV: Final = "PAIRLAB_EPISODE_ID"
+GRAPH_ENV: Final = "PAIRLAB_GRAPH_DIR"
 # Claude Code hands its MCP servers its whole environment, this variable included.
 CLAUDE_SESSION_ENV: Final = "CLAUDE_CODE_SESSION_ID"
 
@@ -49,7 +50,7 @@ PASSED_ENV: Final = (
     "PAIRLAB_PAIR_ID",
     "PAIRLAB_TASK_ID",
     "PAIRLAB_SEED",
-    "PAIRLAB_GRAPH_DIR",
+    GRAPH_ENV,
     "TIKTOKEN_CACHE_DIR",
     "TMPDIR",
 )
@@ -72,6 +73,9 @@ class ServerSettings:
     episode_id: str | None
     client_session_id: str | None
     trace_path: Path | None
+    pair_id: str | None = None  # the holdout unit: both arms of a pair decide alike
+    graph_dir: Path | None = None  # the episode's findings graph (retrieval and full arms)
+    state_dir: Path | None = None  # where the evidence log is written
 
     @property
     def is_treated(self) -> bool:
@@ -106,7 +110,16 @@ class ServerSettings:
             episode_id=environ.get(EPISODE_ENV) or None,
             client_session_id=environ.get(CLAUDE_SESSION_ENV) or None,
             trace_path=Path(trace) if trace else None,
+            pair_id=environ.get("PAIRLAB_PAIR_ID") or None,
+            graph_dir=Path(environ[GRAPH_ENV]) if environ.get(GRAPH_ENV) else None,
+            state_dir=_state_dir(environ, ledger),
         )
+
+
+def _state_dir(environ: Mapping[str, str], ledger: Path | None) -> Path | None:
+    if environ.get(STATE_ENV):
+        return Path(environ[STATE_ENV])
+    return ledger.parent if ledger is not None else None
 
 
 def _ledger_path(environ: Mapping[str, str]) -> Path | None:

@@ -1,8 +1,7 @@
 """The tool table: every tool the server can offer, and which arms get which.
 
-The baseline arm gets no tool. Issue 18 adds its retrieval (``recall``) and
-harvest (``wiki_write``, ``rate_finding``) tools as more rows here, each with
-its own arms.
+The baseline arm gets no tool; optimizer the disclosure tools; retrieval adds
+``recall`` and ``rate_finding``; full adds the harvest tool ``wiki_write``.
 """
 
 from __future__ import annotations
@@ -11,9 +10,10 @@ from collections.abc import Sequence
 from typing import Final
 
 from pairlab.intervention.disclosure_tools import DISCLOSURE_TOOLS
+from pairlab.intervention.finding_tools import FINDING_TOOLS
 from pairlab.intervention.tools import Tool
 
-TOOL_TABLE: Final[tuple[Tool, ...]] = (*DISCLOSURE_TOOLS,)
+TOOL_TABLE: Final[tuple[Tool, ...]] = (*DISCLOSURE_TOOLS, *FINDING_TOOLS)
 
 
 def tools_for_arm(arm: str, table: Sequence[Tool] = TOOL_TABLE) -> dict[str, Tool]:

@@ -62,6 +62,16 @@ class ToolContext:
     def count(self, text: str) -> int:
         return self.counter.count(text)
 
+    def log_call(self, call: ToolCall, *, is_error: bool) -> None:
+        """Every tool call is a ``call`` event of the evidence log (the join's unit)."""
+        if self.settings.state_dir is None:
+            return
+        from pairlab.intervention.evidence_log import EvidenceLog
+
+        EvidenceLog(self.settings.state_dir).append(
+            call.identity, call.name, [{"event": "call", "isError": is_error}]
+        )
+
     def record(self, row: dict[str, Any]) -> None:
         if self.ledger is None:
             raise ToolFailure("this server has no ledger configured; it cannot measure")

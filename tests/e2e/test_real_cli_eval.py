@@ -73,18 +73,16 @@ def run_eval(tmp_path: Path, profile: str, backend: str, **overrides: Any) -> tu
         from tests.integration.backend_fixtures import docker_client_or_skip
 
         docker_client_or_skip().close()
-    run_id = f"real-{profile}-{backend}"
+    run_id = overrides.pop("run_id_override", None) or f"real-{profile}-{backend}"
     work = tmp_path / "work"
     params = EvidenceEvalParams(
         profile=profile,
         backend=backend,  # type: ignore[arg-type]
         run_id=run_id,
-        repetitions=1,
-        min_pairs=2,
         store=str(tmp_path / "store"),
         work_dir=str(work),
         include_transcript=True,
-        **overrides,
+        **{"repetitions": 1, "min_pairs": 2, **overrides},
     )
     state = evidence_eval(params, return_state=True)
     assert state.is_completed(), state
@@ -179,7 +177,7 @@ def check_savings(profile: str, work: Path, run_id: str, records: dict[str, Epis
     ],
 )
 def test_the_core_suite_through_the_real_cli_agrees_with_the_emulator(
-    tmp_path: Path, profile: str, backend: str
+    prefect_harness: None, tmp_path: Path, profile: str, backend: str
 ) -> None:
     seed = pick_seed()
     work, run_id = run_eval(
@@ -253,7 +251,7 @@ def test_the_readme_main_job_runs_the_real_claude_by_default(tmp_path: Path) -> 
     assert len(agree) == summary["episodes"] and all(agree)
     records = [json.loads(line) for line in (run / "episodes.jsonl").read_text().splitlines()]
     assert {(r["client"], r["clientVersion"], r["model"]) for r in records} == {
-        ("claude", "2.1.332", "claude-sonnet-5-5")
+        ("claude", "2.1.332", "claude-sonnet-5")
     }
     bad = demo("--profile", "nope")
     assert bad.returncode == 2 and "unknown runner profile 'nope'" in bad.stdout + bad.stderr

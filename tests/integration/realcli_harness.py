@@ -17,7 +17,7 @@ from typing import Literal
 
 import pytest
 
-from pairlab.adapters.backends.base import EpisodeSpec, PreparedEpisode, RunOutcome
+from pairlab.adapters.backends.base import EpisodeSpec, GraphSeed, PreparedEpisode, RunOutcome
 from pairlab.adapters.backends.local import LocalBackend
 from pairlab.adapters.cli_output import (
     claude_final_answer,
@@ -81,7 +81,7 @@ def episode_profile(
                 "--mcp-config",
                 _claude_mcp_config(arm if with_mcp else "baseline"),
             ]
-            for arm in ("baseline", "optimizer")
+            for arm in ("baseline", "optimizer", "retrieval", "full")
         }
         usage_paths = [".claude/projects/**/*.jsonl"]
     else:
@@ -89,7 +89,10 @@ def episode_profile(
         mcp = codex_arm_args() if with_mcp else []
         arm_args = {
             "baseline": ["-c", "project_doc_max_bytes=0"],
-            "optimizer": ["-c", "project_doc_max_bytes=0", *mcp],
+            **{
+                arm: ["-c", "project_doc_max_bytes=0", *mcp]
+                for arm in ("optimizer", "retrieval", "full")
+            },
         }
         usage_paths = [".codex/sessions/**/*.jsonl"]
     return RunnerProfile(
@@ -183,6 +186,7 @@ def run_cli_episode(
     preview_tokens: int = 600,
     account: str = "default",
     catalog: Path = CATALOG_DIR,
+    graph_seed: GraphSeed | None = None,
 ) -> CliEpisode:
     require_cli(cli)
     handle = emulator.register_episode(
@@ -210,6 +214,7 @@ def run_cli_episode(
         timeout_s=EPISODE_TIMEOUT_S,
         seed=seed,
         extra_env=extra_env,
+        graph_seed=graph_seed,
     )
     prepared = backend.prepare(spec)
     outcome = backend.run(prepared)

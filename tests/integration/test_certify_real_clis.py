@@ -111,6 +111,15 @@ def test_the_real_cli_profile_passes_and_each_arm_saw_exactly_its_intervention(
     assert {"user", "project"} == {r["scope"] for r in matrix["rows"] if r["item"] in planted}
     declared = [c for c in checks if c.startswith("flag ")]
     assert len(declared) == {"claude": 3, "codex": 5}[name]  # + the fresh-HOME ablation
+    # claim 1 (issue 18): the lifecycle events the client exposes, deterministic only
+    lifecycle = entry["lifecycle"]
+    assert (lifecycle["kind"], lifecycle["causalEvidence"], lifecycle["passed"]) == (
+        "deterministic-verification",
+        False,
+        True,
+    ), lifecycle
+    assert lifecycle["events"]["tool-use"]["status"] == "not-exposed"
+    assert any(c.startswith("lifecycle (") for c in checks)
 
 
 @pytest.mark.parametrize(

@@ -223,7 +223,11 @@ def test_treated_arms_offer_read_file_and_expand(dirs: EpisodeDirs, arm: str) ->
         tools = server.request("tools/list")["result"]["tools"]
     finally:
         server.close()
-    assert [t["name"] for t in tools] == ["read_file", "expand"]
+    extra = {
+        "retrieval": ["recall", "rate_finding"],
+        "full": ["recall", "wiki_write", "rate_finding"],
+    }.get(arm, [])
+    assert [t["name"] for t in tools] == ["read_file", "expand", *extra]
     assert all(t["inputSchema"]["type"] == "object" for t in tools)
 
 
@@ -378,6 +382,9 @@ def test_the_console_script_exists_and_lists_the_tools() -> None:
     assert listing["arm"] == "full" and [t["name"] for t in listing["tools"]] == [
         "read_file",
         "expand",
+        "recall",
+        "wiki_write",
+        "rate_finding",
     ]
     version = subprocess.run([script, "--version"], capture_output=True, text=True, check=True)
     assert version.stdout.strip() == "token-optimizer 1.0.0"

@@ -92,7 +92,7 @@ def test_claude_arms_differ_by_the_intervention_alone() -> None:
     assert profile.root_env == {"IS_SANDBOX": "1"}
     assert profile.env["CLAUDE_CODE_TMPDIR"] == profile.env["TMPDIR"] == "{tmp}"
     assert profile.env["CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC"] == "1"
-    assert profile.model == "claude-sonnet-5-5" and profile.endpoint == "emulator"
+    assert profile.model == "claude-sonnet-5" and profile.endpoint == "emulator"
 
 
 def test_codex_arms_differ_by_the_intervention_alone() -> None:
@@ -156,7 +156,7 @@ def test_claude_env_points_at_the_episode_and_declares_a_sandbox_only_as_root() 
     assert as_root["IS_SANDBOX"] == "1"
     argv = build_argv(spec, "/w")
     assert argv[:2] == ["claude", "-p"] and argv[-1] == "fix it"
-    assert argv[argv.index("--model") + 1] == "claude-sonnet-5-5"
+    assert argv[argv.index("--model") + 1] == "claude-sonnet-5"
 
 
 def test_an_emulator_profile_without_an_endpoint_is_a_clear_error() -> None:

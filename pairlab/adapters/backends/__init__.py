@@ -1,4 +1,4 @@
-"""Execution backends (DESIGN 3): the contract in ``base``, implementations ``local`` and ``docker``."""
+"""Execution backends (DESIGN 3): the contract in ``base``, ``factory.make_backend`` choosing by name, implementations ``local`` and ``docker``."""
 
 from pairlab.adapters.backends.base import (
     CollectedFile,
@@ -7,8 +7,8 @@ from pairlab.adapters.backends.base import (
     ExecutionBackend,
     PreparedEpisode,
     RunOutcome,
-    make_backend,
 )
+from pairlab.adapters.backends.factory import make_backend
 
 __all__ = [
     "CollectedFile",

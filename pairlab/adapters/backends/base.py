@@ -11,11 +11,11 @@ from __future__ import annotations
 
 from datetime import datetime
 from pathlib import Path
-from typing import Any, Literal, Protocol, runtime_checkable
+from typing import Literal, Protocol, runtime_checkable
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from pairlab.core.errors import InvalidInputError, ReasonCode
+from pairlab.core.schemas.catalog import SeedFinding
 from pairlab.core.schemas.profile import RunnerProfile
 
 # Each captured stream is kept up to this many bytes in memory; the rest is
@@ -28,6 +28,15 @@ BASELINE_ARM = "baseline"
 
 class _Model(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class GraphSeed(_Model):
+    """What the episode's findings graph starts with (retrieval and full arms; issue 18)."""
+
+    findings: list[SeedFinding] = Field(default_factory=list)
+    holdout_share: float = Field(default=0.5, ge=0, le=1)
+    holdout_seed: str = "0"
+    carried: Path | None = None  # a frozen graph file carried from a harvest session
 
 
 class EpisodeSpec(_Model):
@@ -54,6 +63,7 @@ class EpisodeSpec(_Model):
     sim_account_dir: Path | None = None
     # the episode's base URL on the provider emulator, as the agent reaches it ({emulatorUrl})
     endpoint_url: str | None = None
+    graph_seed: GraphSeed | None = None
 
     @property
     def is_treated(self) -> bool:
@@ -126,18 +136,3 @@ class ExecutionBackend(Protocol):
 
 
 BackendName = Literal["local", "docker"]
-
-
-def make_backend(name: str, **opts: Any) -> ExecutionBackend:
-    """Build a backend by name; the Docker SDK is imported only for ``docker``."""
-    if name == "local":
-        from pairlab.adapters.backends.local import LocalBackend
-
-        return LocalBackend(**opts)
-    if name == "docker":
-        from pairlab.adapters.backends.docker import DockerBackend
-
-        return DockerBackend(**opts)
-    raise InvalidInputError(
-        f"unknown backend '{name}' (known: local, docker)", reason=ReasonCode.INVALID_INPUT
-    )

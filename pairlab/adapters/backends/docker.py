@@ -51,6 +51,7 @@ from pairlab.adapters.backends.environment import (
     EpisodePaths,
     build_argv,
     build_env,
+    seed_graph_dir,
     seed_home,
     workspace_subdir,
 )
@@ -280,6 +281,9 @@ class DockerBackend:
             for role in COLLECTED_ROLES:
                 (agent / role).mkdir(parents=True)
             seed_home(spec, agent / "home")
+            seed_graph_dir(
+                spec, agent / "graph", staging / "workspace", staging / "workspace" / sub
+            )
             yield staging
         finally:
             shutil.rmtree(staging, ignore_errors=True)

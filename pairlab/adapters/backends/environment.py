@@ -191,3 +191,21 @@ def seed_home(spec: EpisodeSpec, home: Path) -> None:
             reason=ReasonCode.INVALID_PROFILE,
         )
     shutil.copytree(seed_dir, home, symlinks=True, dirs_exist_ok=True)
+
+
+def seed_graph_dir(spec: EpisodeSpec, graph: Path, workspace_root: Path, workdir: Path) -> None:
+    """Plant the episode's findings graph (retrieval and full arms only; issue 18)."""
+    from pairlab.adapters.finding_seeds import GRAPH_ARMS, seed_graph
+
+    seed = spec.graph_seed
+    if seed is None or spec.arm not in GRAPH_ARMS:
+        return
+    seed_graph(
+        graph,
+        workspace_root,
+        workdir,
+        seed.findings,
+        holdout_share=seed.holdout_share,
+        holdout_seed=seed.holdout_seed,
+        carried=seed.carried,
+    )

@@ -37,6 +37,7 @@ from pairlab.adapters.backends.environment import (
     EpisodePaths,
     build_argv,
     build_env,
+    seed_graph_dir,
     seed_home,
     workspace_subdir,
 )
@@ -125,6 +126,7 @@ class LocalBackend:
             for role in ("home", "graph", "state"):
                 (root / role).mkdir()
             seed_home(spec, root / "home")
+            seed_graph_dir(spec, root / "graph", workspace, workdir)
             paths = EpisodePaths(
                 workspace_root=str(workspace),
                 workdir=str(workdir),

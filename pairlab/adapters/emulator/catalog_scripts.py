@@ -18,6 +18,7 @@ from pairlab.adapters.paths import catalog_dir as default_catalog_dir
 from pairlab.core.emulator.edits import FileChange
 from pairlab.core.emulator.scripted_model import TaskScript
 from pairlab.core.errors import InvalidInputError, ReasonCode
+from pairlab.core.findings.contract import normalize_text
 from pairlab.core.schemas.catalog import TaskEntry, load_task
 
 README_NAMES = ("README.md", "README.rst", "README.txt", "README")
@@ -76,6 +77,28 @@ def build_task_script(catalog: Path, task: TaskEntry) -> TaskScript:
         readme=readme,
         context=tuple(named),
         final_answer=task.final_answer,
+        query=task.prompt,
+        explore=tuple(task.explore),
+        finding_effects=(
+            *((normalize_text(f.claim), f.effect) for f in task.seed_findings),
+            *((normalize_text(c.claim), c.effect) for c in task.carried_effects),
+        ),
+        harvest=tuple(
+            tuple(
+                sorted(
+                    {
+                        "claim": f.claim,
+                        "anchors": list(f.anchors),
+                        "evidence": f.evidence,
+                        "applicability": f.applicability,
+                        "confidenceLabel": f.confidence_label,
+                        "scope": f.scope,
+                        "invalidators": list(f.invalidators),
+                    }.items()
+                )
+            )
+            for f in task.harvest
+        ),
     )
 
 

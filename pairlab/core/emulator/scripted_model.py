@@ -36,7 +36,7 @@ from __future__ import annotations
 import re
 import shlex
 from collections.abc import Generator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Final, Literal
 
 from pairlab.core.emulator.conversation import (
@@ -46,6 +46,7 @@ from pairlab.core.emulator.conversation import (
     PastCall,
 )
 from pairlab.core.emulator.edits import FileChange, apply_patch_text, replacement
+from pairlab.core.findings.contract import normalize_text
 from pairlab.core.stats.seeds import make_rng
 
 MCP_SERVER: Final = "token-optimizer"
@@ -55,6 +56,8 @@ CODEX_MCP_NAMESPACE: Final = "mcp__" + re.sub(r"[^A-Za-z0-9_]", "_", MCP_SERVER)
 DEFAULT_WRONG_PROBABILITY: Final = 0.1
 WRONG_FINAL_ANSWER: Final = "I made the change I could; I did not find more to do."
 _EXPANSION_REF = re.compile(r"expansion reference:\s*(sha256:[0-9a-f]{64})")
+_DELIVERED = re.compile(r"^\[(f-[0-9a-f]{16})\] \([a-z]+, [a-z]+\) (.+)$", re.M)
+MCP_TOOLS: Final = ("read_file", "expand", "recall", "rate_finding", "wiki_write")
 
 Variant = Literal["correct", "wrong"]
 
@@ -68,6 +71,17 @@ class TaskScript:
     readme: str | None = None  # relative path of a README worth reading, if any
     context: tuple[str, ...] = ()  # unchanged files the prompt names (read before editing)
     final_answer: str | None = None
+    # issue 18: the task prompt (the recall query), files read to orient oneself unless a
+    # delivered useful finding covers them, and the catalog's ground truth per finding
+    # claim (normalized): useful | useless | harmful
+    query: str = ""
+    explore: tuple[str, ...] = ()
+    finding_effects: tuple[tuple[str, str], ...] = ()
+    harvest: tuple[tuple[tuple[str, Any], ...], ...] = ()  # wiki_write arguments (full arm)
+
+    def effect_of(self, claim: str) -> str | None:
+        key = normalize_text(claim)
+        return next((effect for c, effect in self.finding_effects if c == key), None)
 
 
 @dataclass(frozen=True)
@@ -162,7 +176,7 @@ def _search_call(conv: Conversation) -> ToolCall:
         return ToolCall(CLAUDE_SEARCH_TOOL, {"query": "select:" + ",".join(wanted)})
     return ToolCall(
         CODEX_SEARCH_TOOL,
-        {"query": f"{MCP_SERVER} read_file expand", "limit": 4},
+        {"query": f"{MCP_SERVER} {' '.join(MCP_TOOLS)}", "limit": len(MCP_TOOLS)},
         kind="tool_search",
     )
 
@@ -219,12 +233,59 @@ def _claude_edit(ctx: _Context, change: FileChange, read_via_mcp: bool) -> Scrip
     yield ToolCall("Edit", {"file_path": path, "old_string": old, "new_string": new})
 
 
+def _recall(ctx: _Context) -> Generator[ToolCall, PastCall, list[tuple[str, str | None]]]:
+    """Ask the intervention for findings when it offers ``recall``: (id, effect) of each
+    delivered finding (effect: the catalog's ground truth for its claim)."""
+    if not ctx.task.finding_effects and not ctx.task.explore and not ctx.task.harvest:
+        return []  # a task without planted findings: the script is unchanged
+    template = yield from _mcp_tool(ctx, "recall")
+    if template is None:
+        return []
+    query = ctx.task.query or ctx.task.task_id
+    result = yield ToolCall(template.name, {"query": query}, namespace=template.namespace)
+    return [
+        (m.group(1), ctx.task.effect_of(m.group(2)))
+        for m in _DELIVERED.finditer(result.output or "")
+    ]
+
+
+def _rate(ctx: _Context, delivered: list[tuple[str, str | None]]) -> Script:
+    """Rate each delivered finding that proved harmful (the catalog's ground truth)."""
+    for finding_id, effect in delivered:
+        if effect != "harmful":
+            continue
+        template = yield from _mcp_tool(ctx, "rate_finding")
+        if template is None:
+            return
+        yield ToolCall(
+            template.name,
+            {"findingId": finding_id, "rating": "harmful", "reason": "it misled the change"},
+            namespace=template.namespace,
+        )
+
+
+def _harvest(ctx: _Context) -> Script:
+    """Record the task's harvest findings when the request offers ``wiki_write``."""
+    for finding in ctx.task.harvest:
+        template = yield from _mcp_tool(ctx, "wiki_write")
+        if template is None:
+            return
+        yield ToolCall(template.name, dict(finding), namespace=template.namespace)
+
+
 def _script(ctx: _Context) -> Script:
     task, choices, conv = ctx.task, ctx.choices, ctx.conv
     changes = list(task.changes)
     if choices.variant == "wrong" and changes:
         changes = changes[:-1]
     shell = "Bash" if conv.dialect == "claude" else "exec_command"
+    delivered = yield from _recall(ctx)
+    oriented = any(effect == "useful" for _, effect in delivered)
+    if oriented:  # a useful finding replaces the orientation: no listing, README, exploring
+        choices = replace(choices, list_files=False, read_readme=False)
+    else:
+        for path in task.explore:
+            yield from _read(ctx, path, to_edit=False)
     if choices.list_files and conv.has(shell):
         if conv.dialect == "claude":
             yield ToolCall("Bash", {"command": "ls -R", "description": "List the project's files"})
@@ -256,6 +317,9 @@ def _script(ctx: _Context) -> Script:
             yield ToolCall("Bash", {"command": command, "description": "Check the files compile"})
         else:
             yield ToolCall("exec_command", {"cmd": command})
+    yield from _rate(ctx, delivered)
+    if choices.variant == "correct":
+        yield from _harvest(ctx)
 
 
 def final_text(task: TaskScript, variant: Variant) -> str:
@@ -305,6 +369,10 @@ def _preamble(call: ToolCall, step: int) -> str:
         return f"Editing {target}." if target else "Editing."
     if call.name == "expand":
         return "Expanding the preview."
+    if call.name == "recall":
+        return "Checking what earlier sessions found."
+    if call.name == "rate_finding":
+        return "Rating a finding that misled me."
     if isinstance(target, str) and target:
         return f"{'Looking at' if step == 0 else 'Next:'} {target}"
     return "Looking at the project." if step == 0 else "Checking."

@@ -44,9 +44,27 @@ Grader = Annotated[
 
 
 class SeedFinding(StrictModel):
+    """A finding the catalog plants in the graph of retrieval/full episodes (issue 18). The
+    contract fields default to a catalog declaration; ``effect`` is the ground truth the
+    scripted model plays (``useful``: it replaces the task's exploration; ``harmful``: the
+    model rates it so; ``useless``: nothing changes) -- never shown to the intervention."""
+
     id: str
     claim: str
     anchors: list[str] = Field(default_factory=list)
+    evidence: str = "declared by the task catalog"
+    applicability: str = "tasks on this project"
+    confidence_label: Literal["verified", "probable", "speculative"] = "probable"
+    scope: Literal["project", "organization", "global"] = "project"
+    invalidators: list[str] = Field(default_factory=lambda: ["an anchored file changes"])
+    effect: Literal["useful", "useless", "harmful"] = "useless"
+
+
+class CarriedEffect(StrictModel):
+    """The scripted model's ground truth for a finding carried from another session."""
+
+    claim: str
+    effect: Literal["useful", "useless", "harmful"]
 
 
 class TaskEntry(StrictModel):
@@ -60,6 +78,13 @@ class TaskEntry(StrictModel):
     seed_findings: list[SeedFinding] = Field(default_factory=list)
     seed_feedback: list[str] = Field(default_factory=list)
     mutate_after_seed: bool = False
+    # files the scripted model reads to orient itself unless a delivered useful finding
+    # covers them (issue 18: what a useful finding saves)
+    explore: list[str] = Field(default_factory=list)
+    # issue 18, claim 4: what the active model records with wiki_write in a full-arm
+    # (harvest) session of this task, and the effects of carried findings on this task
+    harvest: list[SeedFinding] = Field(default_factory=list)
+    carried_effects: list[CarriedEffect] = Field(default_factory=list)
     solution: str = Field(
         min_length=1
     )  # directory under catalog/solutions/, overlaid on the workspace

@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 from collections.abc import Iterator
 from datetime import datetime
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import Field, ValidationError
 
@@ -100,7 +100,13 @@ class EpisodeRecord(CamelModel):
     stdout_sha256: str | None = None
     stderr_sha256: str | None = None
     usage_provenance: dict[str, int] | None = None
-    join_method: Literal["exact", "fallback"] | None = None
+    # issue 18: exact = every MCP call's client tool-call id found in the CLI's transcript;
+    # fallback (labelled, with its reason) = the episode/anchor join; none = no MCP call
+    join_method: Literal["exact", "fallback", "none"] | None = None
+    join_fallback_reason: str | None = None
+    mcp_tool_calls: int | None = Field(default=None, ge=0)
+    # issue 18: stale-when-delivered ids, harmful ratings, quarantines, writes, refusals
+    finding_evidence: dict[str, Any] | None = None
     quota_before: list[QuotaObservation] | None = None
     quota_after: list[QuotaObservation] | None = None
     # issue 16: per-window consumption over [quotaBefore, quotaAfter] (null + reason when
