@@ -8,7 +8,9 @@ such as "Lease S" and accepts any text as a suite, profile or task id. Here:
 * choices: ``suite``, ``profile`` and ``task_filter`` become enums of what the
   catalog and runner_profiles/ hold when `pairlab serve` starts;
 * nullable fields lose their ``null`` branch (an empty field is simply not sent,
-  and the flow's default applies), and ``None`` defaults leave the parameters;
+  and the flow's default applies), and ``None`` defaults leave the parameters —
+  except optional sections (a nested model or None), which keep the form's
+  None/object switch so they can stay off;
 * every field that is not nullable is required (the deployment's parameters fill
   them in, so a run only needs changes);
 * duration titles carry their unit: ``Lease S`` → ``Lease (seconds)``.
@@ -44,6 +46,10 @@ def _drop_null(prop: dict[str, Any]) -> bool:
     rest = [b for b in branches if b != {"type": "null"}]
     if len(rest) == len(branches) or len(rest) != 1:
         return False
+    if "$ref" in rest[0] or rest[0].get("type") == "object":
+        # an optional section (e.g. the warm stratum): the form's None/object switch is
+        # how it stays off; without it the form would send an empty, invalid object
+        return True
     del prop["anyOf"]
     for key, value in rest[0].items():
         prop.setdefault(key, value)
@@ -78,7 +84,7 @@ def polish_definition(name: str, definition: dict[str, Any], choices: Choices) -
             _enum(prop, choices.suites)
         elif prop_name == "profile":
             _enum(prop, choices.profiles_by_model.get(name, choices.profiles))
-        elif prop_name == "task_filter":
+        elif prop_name in ("task_filter", "harvest_task"):
             _enum(prop, choices.tasks)
         if not nullable and prop_name not in required:
             required.append(prop_name)

@@ -58,9 +58,14 @@ def test_choices_come_from_the_catalog_and_runner_profiles(
 
 def test_no_none_noise_units_and_required_fields(schemas: dict[str, dict[str, Any]]) -> None:
     for name, schema in schemas.items():
-        for node in _walk(schema):
-            assert node.get("type") != "null", (name, node)
-            assert {"type": "null"} not in node.get("anyOf", []), (name, node)
+        nodes = _walk(schema)
+        # only an optional section (a nested model or None) keeps its None branch
+        sections = [n for n in nodes if {"type": "null"} in n.get("anyOf", [])]
+        for node in sections:
+            (section,) = [b for b in node["anyOf"] if b != {"type": "null"}]
+            assert "$ref" in section, (name, node)
+        assert sum(n.get("type") == "null" for n in nodes) == len(sections), name
+        for node in nodes:
             title = str(node.get("title", ""))
             assert not title.endswith((" S", " Ms")), (name, title)
     definitions = schemas["evidence-eval"]["definitions"]
@@ -74,6 +79,11 @@ def test_no_none_noise_units_and_required_fields(schemas: dict[str, dict[str, An
     for optional in ("min_pairs", "run_id", "model", "study_plan"):
         assert optional not in eval_def["required"]
         assert "default" not in eval_def["properties"][optional]
+    # an optional section (the warm stratum) stays switchable off, and is off
+    warm = eval_def["properties"]["warm"]
+    assert {"type": "null"} in warm["anyOf"] and "warm" not in eval_def["required"]
+    harvest = definitions["WarmStratumParams"]["properties"]["harvest_task"]
+    assert harvest["enum"] == list(form_choices().tasks)
 
 
 def test_deployment_parameters_fill_the_form_and_validate(
