@@ -22,7 +22,7 @@ from prefect.flow_runs import pause_flow_run, suspend_flow_run
 from prefect.input import RunInput
 from pydantic import ConfigDict, Field, model_validator
 
-from flows.canary_manifest import TRIALS, budget_lines, manifest_markdown
+from flows.canary_manifest import TRIALS, budget_lines, manifest_markdown, show_manifest
 from flows.params import CanaryTrialParams
 from pairlab.adapters.rundir import RunDir
 from pairlab.core.canary import TrialManifest
@@ -149,10 +149,10 @@ def decide(params: CanaryTrialParams, run_dir: RunDir, manifest: TrialManifest) 
     run_dir.write_json(f"{TRIALS}/approval.json", approval)
     decided = manifest.model_copy(update={"approval": approval})
     run_dir.write_json(f"{TRIALS}/manifest.json", decided.model_dump(mode="json"))
-    create_markdown_artifact(
-        key=artifact_key("canary-manifest", manifest.trial_id),
-        markdown=manifest_markdown(decided, heading=decision_heading(approval, params)),
-        description=f"canary manifest — {decision_heading(approval, params)}",
+    show_manifest(
+        manifest.trial_id,
+        manifest_markdown(decided, heading=decision_heading(approval, params)),
+        f"canary manifest — {decision_heading(approval, params)}",
     )
     return approval
 

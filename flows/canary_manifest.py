@@ -213,12 +213,43 @@ def frozen_manifest(
         run_dir.write_json(f"{TRIALS}/manifest.json", manifest.model_dump(mode="json"))
     deadline = datetime.now(UTC) + timedelta(seconds=params.approval_timeout_s)
     waiting = f"awaiting approval until {deadline:%Y-%m-%d %H:%M:%S} UTC (then not run)"
-    create_markdown_artifact(
-        key=artifact_key("canary-manifest", trial_id),
-        markdown=manifest_markdown(manifest, heading=waiting),
-        description=f"canary manifest — {waiting}",
+    show_manifest(
+        trial_id, manifest_markdown(manifest, heading=waiting), f"canary manifest — {waiting}"
     )
     return manifest
+
+
+def show_manifest(trial_id: str, markdown: str, description: str) -> None:
+    """The run's one manifest artifact, created once and then updated in place (waiting,
+    decided, published), so the run's Artifacts tab never shows a stale version; a
+    suspended trial that runs again finds and updates its own."""
+    from uuid import UUID
+
+    from prefect.client.orchestration import get_client
+    from prefect.client.schemas.actions import ArtifactUpdate
+    from prefect.client.schemas.filters import (
+        ArtifactFilter,
+        ArtifactFilterFlowRunId,
+        ArtifactFilterKey,
+    )
+    from prefect.runtime import flow_run
+
+    key = artifact_key("canary-manifest", trial_id)
+    run_id = flow_run.get_id()
+    if run_id is not None:
+        with get_client(sync_client=True) as client:
+            found = client.read_artifacts(
+                artifact_filter=ArtifactFilter(
+                    key=ArtifactFilterKey(any_=[key]),
+                    flow_run_id=ArtifactFilterFlowRunId(any_=[UUID(run_id)]),
+                )
+            )
+            if found:
+                client.update_artifact(
+                    found[0].id, ArtifactUpdate(data=markdown, description=description)
+                )
+                return
+    create_markdown_artifact(key=key, markdown=markdown, description=description)
 
 
 def budget_lines(budget: Budget, sim: bool) -> list[str]:

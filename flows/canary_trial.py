@@ -21,7 +21,6 @@ from pathlib import Path
 from typing import Any
 
 from prefect import State, flow, get_run_logger
-from prefect.artifacts import create_markdown_artifact
 from prefect.states import Cancelled
 
 from flows.canary_approval import decide, decision_heading, not_run
@@ -33,6 +32,7 @@ from flows.canary_manifest import (
     frozen_manifest,
     manifest_markdown,
     new_trial_id,
+    show_manifest,
 )
 from flows.canary_publishing import publish_trial
 from flows.canary_running import run_trial
@@ -41,7 +41,6 @@ from flows.run_ui import name_flow_run
 from pairlab.adapters.episode_io import load_eval_inputs
 from pairlab.adapters.rundir import RunDir
 from pairlab.core.plan import plan_canary
-from tasks.report import artifact_key
 
 
 def stable_trial_id() -> str:
@@ -92,12 +91,12 @@ def canary_trial(params: CanaryTrialParams) -> dict[str, Any] | State[Any]:
     evidence = run_trial(params, trial_id, schedule, suite, profile, run_dir)
     report = judge_trial(run_dir, trial_id, manifest, evidence)
     published = publish_trial(params, run_dir, manifest, approval, evidence, report)
-    create_markdown_artifact(
-        key=artifact_key("canary-manifest", trial_id),
-        markdown=manifest_markdown(
+    show_manifest(
+        trial_id,
+        manifest_markdown(
             manifest, heading=f"verdict {report.verdict}, {decision_heading(approval, params)}"
         ),
-        description=f"canary manifest — published to {published['published']['location']}",
+        f"canary manifest — published to {published['published']['location']}",
     )
     logger.info(
         "trial %s: verdict %s (exit %s); published to %s",

@@ -190,6 +190,11 @@ def test_rejecting_at_the_form_cancels_the_trial_and_says_who(
                 expect(page.get_by_text("Cancelled").first).to_be_visible()
                 page.get_by_text("Artifacts", exact=True).first.click()
                 key = f"canary-manifest-{trial.trial_id}"
+                # one manifest card, updated in place: no stale "awaiting approval" left
+                expect(
+                    page.get_by_text("canary manifest — rejected by ops-erin: budget too high")
+                ).to_be_visible()
+                expect(page.locator("body")).not_to_contain_text("awaiting approval")
                 page.get_by_text(key, exact=True).first.click()
                 page.wait_for_url(re.compile(r"/artifacts/artifact/"), wait_until="commit")
                 expect(page.locator("body")).to_contain_text(
