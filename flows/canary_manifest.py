@@ -11,7 +11,7 @@ and shown as a markdown artifact for the approver.
 from __future__ import annotations
 
 import secrets
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import Any, Final
 
 from prefect import task
@@ -211,12 +211,74 @@ def frozen_manifest(
     else:
         manifest = freeze_manifest(params, trial_id, suite, profile, schedule)
         run_dir.write_json(f"{TRIALS}/manifest.json", manifest.model_dump(mode="json"))
-    create_markdown_artifact(
-        key=artifact_key("canary-manifest", trial_id),
-        markdown=manifest_markdown(manifest),
-        description="frozen canary manifest and expected budget",
+    deadline = datetime.now(UTC) + timedelta(seconds=params.approval_timeout_s)
+    waiting = f"awaiting approval until {deadline:%Y-%m-%d %H:%M:%S} UTC (then not run)"
+    show_manifest(
+        trial_id, manifest_markdown(manifest, heading=waiting), f"canary manifest — {waiting}"
     )
     return manifest
+
+
+def show_manifest(trial_id: str, markdown: str, description: str) -> None:
+    """The run's one manifest artifact, created once and then updated in place (waiting,
+    decided, published), so the run's Artifacts tab never shows a stale version; a
+    suspended trial that runs again finds and updates its own."""
+    from uuid import UUID
+
+    from prefect.client.orchestration import get_client
+    from prefect.client.schemas.actions import ArtifactUpdate
+    from prefect.client.schemas.filters import (
+        ArtifactFilter,
+        ArtifactFilterFlowRunId,
+        ArtifactFilterKey,
+    )
+    from prefect.runtime import flow_run
+
+    key = artifact_key("canary-manifest", trial_id)
+    run_id = flow_run.get_id()
+    if run_id is not None:
+        with get_client(sync_client=True) as client:
+            found = client.read_artifacts(
+                artifact_filter=ArtifactFilter(
+                    key=ArtifactFilterKey(any_=[key]),
+                    flow_run_id=ArtifactFilterFlowRunId(any_=[UUID(run_id)]),
+                )
+            )
+            if found:
+                client.update_artifact(
+                    found[0].id, ArtifactUpdate(data=markdown, description=description)
+                )
+                return
+    create_markdown_artifact(key=key, markdown=markdown, description=description)
+
+
+def budget_lines(budget: Budget, sim: bool) -> list[str]:
+    """Per quota window: the trial's expected share of it and of what remains, with a
+    warning where it would not fit (the simulator's trial account is fresh: all of
+    each window remains; a real account's remaining window is not known beforehand)."""
+    lines = [
+        f"Expected budget: {budget.episodes} episodes × ~{budget.estimated_tokens_per_episode:,} "
+        f"tokens = ~{budget.estimated_tokens_total:,} tokens.",
+        "",
+    ]
+    for window, share in budget.estimated_quota_percent.items():
+        size = budget.window_budget_tokens.get(window)
+        if share is None or size is None:
+            lines.append(
+                f"- {window} window: size unknown — the share of the window cannot be checked"
+            )
+            continue
+        remaining = 100.0 if sim else None
+        line = f"- {window} window ({size:,} tokens): **{share:g}%** of the window"
+        if remaining is not None:
+            line += f", {remaining:g}% remaining (fresh trial account)"
+            if share > remaining:
+                line += (
+                    f" — **WARNING: exceeds the remaining window by {share - remaining:.1f} "
+                    "points; the trial would exhaust it**"
+                )
+        lines.append(line)
+    return lines
 
 
 def _assignment(a: Assignment) -> str:
@@ -250,14 +312,11 @@ def manifest_markdown(manifest: TrialManifest, heading: str = "awaiting approval
             f"| {f.task_id} | {f.fixture} | `{f.fixture_digest[:19]}…` | "
             f"`{f.acceptance_contract_id[:19]}…` | {', '.join(f.required_checks)} |"
         )
-    pct = ", ".join(
-        f"{w}: {p}%" if p is not None else f"{w}: unknown"
-        for w, p in b.estimated_quota_percent.items()
-    )
+    lines += ["", "## Expected budget", ""]
+    lines += budget_lines(b, sim=manifest.baseline.sim_effects is not None)
+    if manifest.approval is not None:
+        lines += ["", "## Decision", "", approval_line(manifest.approval)]
     lines += [
-        "",
-        f"## Expected budget: {b.episodes} episodes × ~{b.estimated_tokens_per_episode:,} tokens "
-        f"= ~{b.estimated_tokens_total:,} tokens ({pct})",
         "",
         "## Planned episodes (in order)",
         "",
@@ -266,5 +325,23 @@ def manifest_markdown(manifest: TrialManifest, heading: str = "awaiting approval
     ]
     for i, p in enumerate(manifest.planned, 1):
         lines.append(f"| {i} | {p.stratum} | {p.task_id} | {p.repetition} | {p.order} | {p.arm} |")
-    lines += ["", "Resume the run with approve, approver and budget acknowledgement to start it."]
+    if manifest.approval is None:
+        lines += [
+            "",
+            "Resume the run with approve, approver and budget acknowledgement to start it.",
+        ]
     return "\n".join(lines) + "\n"
+
+
+def approval_line(approval: dict[str, Any]) -> str:
+    """``approved by ops-carol at 2026-…: looks fine (budget acknowledged)``."""
+    outcome = approval.get("outcome")
+    if outcome == "timeout":
+        return f"not approved within {approval.get('timeout_s')} s (decided {approval.get('decided_at')})"
+    ack = (
+        "budget acknowledged" if approval.get("budget_acknowledged") else "budget NOT acknowledged"
+    )
+    return (
+        f"{outcome} by {approval.get('approver')} at {approval.get('decided_at')}: "
+        f"{approval.get('note') or 'no note'} ({ack})"
+    )

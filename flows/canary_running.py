@@ -32,6 +32,7 @@ from flows.params import CanaryTrialParams
 from pairlab.adapters.backends.base import ExecutionBackend
 from pairlab.adapters.backends.factory import make_backend
 from pairlab.adapters.episode_build import episode_record, episode_spec
+from pairlab.adapters.episode_io import assess_concurrent_use, concurrency_mark
 from pairlab.adapters.rundir import RunDir, safe_name
 from pairlab.adapters.trial_inputs import open_sim_account
 from pairlab.core.canary import CheckResult, RunEvidence
@@ -108,6 +109,7 @@ def run_canary_episode(
         if stratum == "warm":
             _seed_warm(prepared, planned)
         _wait_until(math.ceil(time.time()))  # the interval starts on a whole second
+        mark_start = concurrency_mark(profile, account_dir)
         before = quota_snapshot(profile, account_dir)
         started = min((o.observed_at.timestamp() for o in before), default=time.time())
         outcome = run_episode(backend, prepared)
@@ -140,6 +142,7 @@ def run_canary_episode(
         overrun = time.time() > deadline
         _wait_until(deadline)
         after = quota_snapshot(profile, account_dir)
+        mark_end = concurrency_mark(profile, account_dir)
     finally:
         teardown_episode(backend, prepared)
     record = episode_record(
@@ -158,6 +161,14 @@ def run_canary_episode(
         quota_after=after,
         ledger=ledger,
         include_transcript=False,
+        # the account's charge log decides (simulator), else the operator's assertion
+        concurrent_use=assess_concurrent_use(
+            profile,
+            account_dir,
+            (mark_start, mark_end),
+            {planned.episode_id},
+            params.unrelated_concurrent_use,
+        ),
     )
     evidence = RunEvidence(
         episode_id=planned.episode_id,

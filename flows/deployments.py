@@ -8,10 +8,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from prefect import serve
-
 from flows import audit_savings, canary_trial, certify_clients, compare_artifact
 from flows.evidence_eval import evidence_eval
+from flows.form_schema import Choices, drop_none, polish_schema
 from flows.params import EvidenceEvalParams
 
 SMALL_EVAL = EvidenceEvalParams(
@@ -19,7 +18,52 @@ SMALL_EVAL = EvidenceEvalParams(
 )
 
 
+def form_choices() -> Choices:
+    """The suites, runner profiles and task ids the forms offer (read at deploy time)."""
+    from pairlab.adapters.paths import catalog_dir
+    from pairlab.adapters.profiles import scan_profiles
+    from pairlab.core.schemas.catalog import load_suite
+
+    suites = sorted(p.stem for p in (catalog_dir() / "suites").glob("*.yaml"))
+    tasks: dict[str, None] = {}
+    for suite in suites:
+        for entry in load_suite(catalog_dir(), suite).tasks:
+            tasks[entry.id] = None
+    loaded = [p for p in scan_profiles() if p.profile is not None]
+    return Choices(
+        suites=suites,
+        profiles=[p.name for p in loaded],
+        tasks=sorted(tasks),
+        # canary arms differ by a simulator revision (no emulator endpoint), and loom's
+        # artifact names claude or codex usage only
+        profiles_by_model={
+            "CanaryTrialParams": [
+                p.name
+                for p in loaded
+                if p.profile is not None
+                and p.profile.endpoint is None
+                and p.profile.usage.reader in ("claude", "codex")
+            ]
+        },
+    )
+
+
+def for_people(deployment: Any, choices: Choices) -> Any:
+    """The deployment's run form with typed choices, units and no None noise
+    (flows/form_schema.py); ``None`` parameter defaults are left out."""
+    schema = deployment._parameter_openapi_schema
+    polished = polish_schema(schema.model_dump(), choices)
+    deployment._parameter_openapi_schema = type(schema).model_validate(polished)
+    deployment.parameters = drop_none(deployment.parameters)
+    return deployment
+
+
 def build_deployments() -> list[Any]:
+    choices = form_choices()
+    return [for_people(d, choices) for d in _deployments()]
+
+
+def _deployments() -> list[Any]:
     deployments = [
         by_module_path(
             evidence_eval.to_deployment(
@@ -54,5 +98,73 @@ def by_module_path(deployment: Any, flow_obj: Any) -> Any:
     return deployment
 
 
+STOP_GRACE_S = 8.0
+
+
+def keep_paused_runs(runner: Any) -> None:
+    """On stop the runner cancels every flow run it still tracks. A run suspended for input
+    (a canary awaiting approval) may still be tracked while its process exits: leave it
+    Paused on the server, for a later `pairlab serve` once it is resumed."""
+    manager = runner._cancellation_manager
+    cancel = manager.cancel
+
+    async def cancel_unless_paused(flow_run: Any, *args: Any, **kwargs: Any) -> None:
+        if flow_run.state is not None and flow_run.state.is_paused():
+            return
+        await cancel(flow_run, *args, **kwargs)
+
+    manager.cancel = cancel_unless_paused
+
+
 def serve_all(limit: int = 4) -> None:
-    serve(*build_deployments(), limit=limit)
+    """Serve every deployment until SIGINT or SIGTERM.
+
+    Either signal asks the runner to stop (it cancels the flow runs it is executing
+    and stops polling); a run suspended for approval (a canary) holds no process and
+    stays Paused on the server, for a later `pairlab serve` once resumed. Prefect's
+    own serve ignores SIGINT while it polls; here both signals stop it, and a second
+    signal, or a runner still busy after ``STOP_GRACE_S`` seconds, ends the process.
+    """
+    import asyncio
+    import contextlib
+    import os
+    import signal
+    import sys
+    import threading
+
+    from prefect.runner import Runner
+
+    # pause_on_shutdown off: pausing every deployment on the way out costs API calls (seconds
+    # on a loaded machine) and the next `pairlab serve` re-registers them active anyway
+    runner = Runner(limit=limit, pause_on_shutdown=False)
+    deployments = build_deployments()
+    for deployment in deployments:
+        runner.add_deployment(deployment)
+    stopping = threading.Event()
+
+    def force_exit() -> None:
+        print("pairlab serve: the runner did not stop in time; exiting", file=sys.stderr)
+        os._exit(1)
+
+    def on_signal(signum: int, _frame: object) -> None:
+        if stopping.is_set():
+            force_exit()
+        stopping.set()
+        print(f"pairlab serve: {signal.Signals(signum).name}, stopping", file=sys.stderr)
+        timer = threading.Timer(STOP_GRACE_S, force_exit)
+        timer.daemon = True
+        timer.start()
+        if runner.started and runner._loop is not None:
+            keep_paused_runs(runner)
+            runner.stopping = True
+            runner.execute_in_background(runner.astop)
+        else:
+            raise SystemExit(0)
+
+    signal.signal(signal.SIGINT, on_signal)
+    signal.signal(signal.SIGTERM, on_signal)
+    runner.handle_sigterm = on_signal  # type: ignore[method-assign]  # Runner.start installs it
+    names = ", ".join(f"{d.flow_name}/{d.name}" for d in deployments)
+    print(f"pairlab serve: serving {names}; stop with Ctrl-C or SIGTERM", file=sys.stderr)
+    with contextlib.suppress(KeyboardInterrupt):
+        asyncio.run(runner.start())

@@ -37,7 +37,7 @@ class DispatchParams(BaseModel):
     episode_limit: str | None = Field(
         None,
         description=(
-            "Global concurrency limit held by each episode, e.g. pairlab-episodes-<account> "
+            "Global concurrency limit held by each episode, e.g. `pairlab-episodes-<account>` "
             f"(empty = ${EPISODE_LIMIT_ENV}, unset = no limit)"
         ),
     )

@@ -9,14 +9,14 @@ from __future__ import annotations
 
 import concurrent.futures
 import functools
+import logging
 import secrets
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
-from uuid import UUID
 
 from prefect import flow, get_run_logger, task
-from prefect.artifacts import create_progress_artifact, update_progress_artifact
+from prefect.artifacts import update_progress_artifact
 from prefect.cache_policies import NO_CACHE
 from prefect.futures import PrefectConcurrentFuture, PrefectFuture
 from prefect.task_runners import ThreadPoolTaskRunner
@@ -25,6 +25,7 @@ from flows.dispatch import dispatch_pair
 from flows.episode_attempt import episode_attempt
 from flows.params import EvidenceEvalParams
 from flows.quota_block import quota_interval_plan, run_quota_block, write_quota_intervals
+from flows.run_ui import failure_reason, name_flow_run, pair_text
 from flows.warm_harvest import harvest_graph
 from pairlab.adapters import progress as progress_events
 from pairlab.adapters.backends.base import ExecutionBackend
@@ -38,6 +39,7 @@ from pairlab.adapters.run_endpoint import RunEndpoint, open_run_endpoint
 from pairlab.adapters.run_outputs import published_location
 from pairlab.adapters.run_plan import freeze_plan
 from pairlab.adapters.rundir import RunDir
+from pairlab.core.cohorts import resolve_gate
 from pairlab.core.emulator.run_settings import pair_seed
 from pairlab.core.plan import PlannedEpisode, Schedule, plan_schedule
 from pairlab.core.schemas.catalog import LoadedSuite
@@ -52,7 +54,13 @@ from tasks.episode import (
     run_measured,
     teardown_episode,
 )
-from tasks.report import aggregate_cohorts, publish_run_outputs, render_report
+from tasks.report import (
+    aggregate_cohorts,
+    progress_artifact,
+    publish_run_outputs,
+    render_report,
+    show_results,
+)
 
 MAX_PAIR_WORKERS = 32
 
@@ -248,6 +256,7 @@ def evidence_eval(params: EvidenceEvalParams) -> dict[str, Any]:
     """Run a paired, order-rotated 4-arm evaluation and publish its report."""
     logger = get_run_logger()
     run_id = params.run_id or new_run_id()
+    name_flow_run(run_id)  # the UI's run name is pairlab's run id
     suite, profile = load_eval_inputs(params.suite, params.profile)
     task_ids = [t.id for t in suite.tasks if not params.task_filter or t.id in params.task_filter]
     if params.warm is not None:  # the harvest task runs once, before the strata
@@ -268,18 +277,39 @@ def evidence_eval(params: EvidenceEvalParams) -> dict[str, Any]:
     account_dir = sim_account_dir(Path(params.work_dir), profile)
 
     prog = progress_events.Progress(total=len(planned_ids), skipped=len(done))
-    artifact_id: UUID = create_progress_artifact(  # type: ignore[assignment]  # sync here
-        progress=prog.percent(), key=None, description=f"episodes of run {run_id}"
-    )
+    artifact_id = progress_artifact(prog.percent(), _progress_text(run_id, prog))
+    units = schedule.units()  # pairs; blocks of quota intervals in quota-aware plans
+    pending = [p for p in units if any(e.episode_id not in done for e in p)]
+    gate = resolve_gate(params.min_pairs, plan)
     logger.info(
-        "run %s: %d episodes planned, %d already complete (resume); study plan %r (%s, sha256 %s)",
+        "run %s plan: suite %s, profile %s, backend %s, %d tasks x %d repetitions x arms %s "
+        "= %d episodes in %d pairs (%d already complete), %d at a time; study plan %r "
+        "(%s, sha256 %s, minimum %d pairs); gate %d pairs",
         run_id,
+        params.suite,
+        params.profile,
+        params.backend,
+        len(task_ids),
+        params.repetitions,
+        ",".join(params.arms),
         len(planned_ids),
+        len(units),
         len(done),
+        params.concurrency,
         plan.plan.id,
         plan.source,
         plan.sha256[:12],
+        plan.plan.min_pairs,
+        gate,
     )
+    if gate < plan.plan.min_pairs:
+        logger.warning(
+            "run %s is EXPLORATORY: gate %d pairs is below the study plan's minimum of %d; "
+            "effects with fewer pairs are not wins",
+            run_id,
+            gate,
+            plan.plan.min_pairs,
+        )
     progress_events.notify(prog)
 
     warm_graph = None
@@ -299,20 +329,23 @@ def evidence_eval(params: EvidenceEvalParams) -> dict[str, Any]:
                 save=False,
             ),
         )
-    units = schedule.units()  # pairs; blocks of quota intervals in quota-aware plans
-    pending = [p for p in units if any(e.episode_id not in done for e in p)]
+    pair_no = {id(p): i + 1 for i, p in enumerate(pending)}
     records: dict[str, EpisodeRecord] = dict(done)
     window = params.concurrency
     running: dict[concurrent.futures.Future[Any], PrefectConcurrentFuture[Any]] = {}
 
-    def track(fut: PrefectFuture[Any]) -> None:
+    started: dict[concurrent.futures.Future[Any], list[PlannedEpisode]] = {}
+
+    def track(fut: PrefectFuture[Any], pair: list[PlannedEpisode]) -> None:
         # The flow's ThreadPoolTaskRunner makes concurrent futures, which can be waited on.
         assert isinstance(fut, PrefectConcurrentFuture), type(fut)
         running[fut.wrapped_future] = fut
+        started[fut.wrapped_future] = pair
 
     def submit(pair: list[PlannedEpisode]) -> None:
+        logger.info("pair %d/%d start: %s", pair_no[id(pair)], len(pending), pair_text(pair))
         if params.dispatch.mode == "work-pool":  # scale-out: flows/dispatch.py
-            track(dispatch_pair.submit(pair, params=params, run_dir=run_dir))
+            track(dispatch_pair.submit(pair, params=params, run_dir=run_dir), pair)
             return
         if schedule.quota_intervals is not None:  # flows/quota_block.py
             execute = functools.partial(
@@ -334,7 +367,8 @@ def evidence_eval(params: EvidenceEvalParams) -> dict[str, Any]:
                     account_dir=account_dir,
                     done=quoted(done),
                     execute=quoted(execute),
-                )
+                ),
+                pair,
             )
             return
         fut = run_pair.submit(
@@ -349,7 +383,7 @@ def evidence_eval(params: EvidenceEvalParams) -> dict[str, Any]:
             endpoint=quoted(endpoint),
             warm_graph=warm_graph,
         )
-        track(fut)
+        track(fut, pair)
 
     queue = list(pending)
     try:
@@ -361,13 +395,53 @@ def evidence_eval(params: EvidenceEvalParams) -> dict[str, Any]:
             )
             for raw in finished:
                 fut = running.pop(raw)
-                for rec in fut.result():
+                pair = started.pop(raw)
+                try:
+                    pair_records = fut.result()
+                except Exception as exc:
+                    logger.error(
+                        "pair %d/%d failed: %s: %s: %s",
+                        pair_no[id(pair)],
+                        len(pending),
+                        pair_text(pair),
+                        type(exc).__name__,
+                        exc,
+                    )
+                    raise
+                for rec in pair_records:
                     if rec.episode_id not in records:
                         records[rec.episode_id] = rec
                         prog.done += 1
-                        if not (rec.success and rec.correct):
+                        why = failure_reason(rec)
+                        if why is not None:
                             prog.failed += 1
-                update_progress_artifact(artifact_id=artifact_id, progress=prog.percent())
+                            # an incorrect answer is data (INFO: the Logs tab, not the
+                            # console); a run that failed or was excluded is a warning
+                            logger.log(
+                                logging.INFO
+                                if rec.success and not (rec.excluded or rec.timed_out)
+                                else logging.WARNING,
+                                "episode %s (%s, %s, rep %s) failed: %s",
+                                rec.episode_id,
+                                rec.task_id,
+                                rec.arm,
+                                None if rec.repetition is None else rec.repetition + 1,
+                                why,
+                            )
+                logger.info(
+                    "pair %d/%d end: %s; %d/%d episodes done, %d failed",
+                    pair_no[id(pair)],
+                    len(pending),
+                    pair_text(pair),
+                    prog.done + prog.skipped,
+                    prog.total,
+                    prog.failed,
+                )
+                update_progress_artifact(
+                    artifact_id=artifact_id,
+                    progress=prog.percent(),
+                    description=_progress_text(run_id, prog),
+                )
                 progress_events.notify(prog)
     finally:
         if endpoint is not None:
@@ -389,6 +463,14 @@ def evidence_eval(params: EvidenceEvalParams) -> dict[str, Any]:
     manifest = publish_run_outputs(
         run_dir.path, params.store, params.on_secret, params.include_transcript
     )
+    logger.info(
+        "run %s published to %s (%d objects; report %s)",
+        run_id,
+        manifest["location"],
+        manifest["objects"],
+        published_location(params.store, run_id, "report.html"),
+    )
+    show_results(outputs["report_json"], params.store, run_id)
     failed = sum(1 for r in ordered if not (r.success and r.correct))
     result = {
         "run_id": run_id,
@@ -399,8 +481,22 @@ def evidence_eval(params: EvidenceEvalParams) -> dict[str, Any]:
         "report_html": published_location(params.store, run_id, "report.html"),
         "staging": str(run_dir.path),
         "published": manifest,
+        "exploratory": gate < plan.plan.min_pairs,
     }
     logger.info(
-        "run %s complete: %d episodes, report %s", run_id, len(ordered), outputs["report_md"]
+        "run %s complete: %d episodes (%d failed or incorrect)%s",
+        run_id,
+        len(ordered),
+        failed,
+        "; EXPLORATORY" if result["exploratory"] else "",
     )
     return result
+
+
+def _progress_text(run_id: str, prog: progress_events.Progress) -> str:
+    """The progress card's line: done/total in words (the card shows no bar)."""
+    finished = prog.done + prog.skipped
+    text = f"{finished}/{prog.total} episodes ({prog.percent():.0f}%) of run {run_id}"
+    if prog.skipped:
+        text += f", {prog.skipped} from an earlier attempt"
+    return text + (f"; {prog.failed} failed or incorrect" if prog.failed else "")

@@ -4,12 +4,17 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from flows.dispatch_params import DispatchParams
 from pairlab.core.emulator.run_settings import EmulatorSettings
 
 Arm = Literal["baseline", "optimizer", "retrieval", "full"]
+
+
+def _empty_is_unset(value: object) -> object:
+    """A text field the form sent empty means "not set" (the field's None default)."""
+    return None if isinstance(value, str) and not value.strip() else value
 
 
 def _all_arms() -> list[Arm]:
@@ -62,7 +67,7 @@ class EvidenceEvalParams(BaseModel):
     )
     study_plan: str | None = Field(
         None,
-        description="Study plan file (default: catalog/suites/<suite>.plan.yaml, else the "
+        description="Study plan file (default: `catalog/suites/<suite>.plan.yaml`, else the "
         "default plan); frozen when the run starts",
     )
     seed: int = Field(0, ge=0, description="Recorded seed for the schedule and the simulator")
@@ -119,6 +124,10 @@ class EvidenceEvalParams(BaseModel):
             "Advanced, for profiles that run against the provider emulator: injected faults, "
             "the scripted model's wrong-solution chance, the account's quota limits"
         ),
+    )
+
+    _unset_if_empty = field_validator("model", "study_plan", "run_id", mode="before")(
+        _empty_is_unset
     )
 
     @model_validator(mode="after")
@@ -209,6 +218,7 @@ class CanaryTrialParams(BaseModel):
     )
     sim_ms_per_1k_tokens: float = Field(
         40.0,
+        title="Sim wall time per 1k tokens (milliseconds)",
         ge=0,
         le=10_000,
         description="Simulator: wall time per 1,000 billed tokens (fewer tokens finish sooner)",
@@ -254,6 +264,8 @@ class CanaryTrialParams(BaseModel):
     keep_workspaces: bool = Field(
         False, description="Keep episode volumes/directories for debugging"
     )
+
+    _unset_if_empty = field_validator("model", "effort", "run_id", mode="before")(_empty_is_unset)
 
 
 class CompareArtifactParams(BaseModel):

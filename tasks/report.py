@@ -2,19 +2,33 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
+from uuid import UUID
 
 from prefect import task
-from prefect.artifacts import create_markdown_artifact, create_table_artifact
+from prefect.artifacts import (
+    create_markdown_artifact,
+    create_progress_artifact,
+    create_table_artifact,
+)
 from prefect.cache_policies import NO_CACHE
 
-from pairlab.adapters.run_outputs import publish_outputs, write_run_outputs
+from pairlab.adapters.run_outputs import publish_outputs, published_location, write_run_outputs
 from pairlab.adapters.rundir import RunDir
 from pairlab.core.cohorts import resolve_gate
+from pairlab.core.run_artifacts import (
+    LINKED_FILES,
+    cohort_tables,
+    exploratory_note,
+    headline_markdown,
+)
 from pairlab.core.run_report import analyse_records
 from pairlab.core.schemas.episode import EpisodeRecord
 from pairlab.core.study_plan import ResolvedPlan
+from tasks.args import quoted
 from tasks.retry import infra_task
 
 
@@ -43,17 +57,53 @@ def render_report(
     schedule: Any,
 ) -> dict[str, str]:
     outputs = write_run_outputs(run_dir, records, planned_ids, analysis, params, profile, schedule)
-    create_markdown_artifact(
-        key=artifact_key("report", run_dir.run_id),
-        markdown=outputs["markdown"],
-        description="pairlab evidence report",
-    )
-    create_table_artifact(
-        key=artifact_key("cohorts", run_dir.run_id),
-        table=outputs["table_rows"],
-        description="cohort effects",
-    )
     return {k: v for k, v in outputs.items() if isinstance(v, str) and k != "markdown"}
+
+
+def show_results(report_json: str, store: str, run_id: str) -> list[str]:
+    """The run's results in the UI, after publishing (so every link exists). Returns the
+    artifact keys, headline first.
+
+    The v1 UI lists a flow run's own artifacts above its task runs' (each group in no
+    fixed order), so the headline is the flow run's only artifact — created here, in the
+    flow — and the cohort tables (like the progress card) belong to a task run."""
+    report = json.loads(Path(report_json).read_text(encoding="utf-8"))
+    tables = cohort_table_artifacts(quoted(report), run_id)
+    locations = {name: published_location(store, run_id, name) for _, name in LINKED_FILES}
+    key = artifact_key("report", run_id)
+    create_markdown_artifact(
+        key=key,
+        markdown=headline_markdown(report, locations),
+        description=("EXPLORATORY — " if exploratory_note(report) else "")
+        + "pairlab evidence: the headline",
+    )
+    return [key, *tables]
+
+
+@task(name="cohort-tables", cache_policy=NO_CACHE, persist_result=False)
+def cohort_table_artifacts(report: dict[str, Any], run_id: str) -> list[str]:
+    """One table artifact per primary metric (pairlab/core/run_artifacts.py)."""
+    note = exploratory_note(report)
+    keys = []
+    for metric, rows in cohort_tables(report).items():
+        key = artifact_key(f"cohorts-{metric.lower()}", run_id)
+        create_table_artifact(
+            key=key,
+            table=rows,
+            description=f"{metric}: effect per task cohort (treatment − control) and its "
+            "decision, as in report.json" + (f" — {note}" if note else ""),
+        )
+        keys.append(key)
+    return keys
+
+
+@task(name="progress", cache_policy=NO_CACHE, persist_result=False)
+def progress_artifact(progress: float, description: str) -> UUID:
+    """The progress card (a task run's artifact, so the headline stays first)."""
+    created: UUID = create_progress_artifact(  # type: ignore[assignment]  # sync here
+        progress=progress, key=None, description=description
+    )
+    return created
 
 
 @infra_task("publish")

@@ -25,7 +25,10 @@ RUNNER = (
     "import json, sys\n"
     "from flows.canary_trial import canary_trial\n"
     "from flows.params import CanaryTrialParams\n"
-    "result = canary_trial(CanaryTrialParams.model_validate_json(sys.argv[1]))\n"
+    "params = CanaryTrialParams.model_validate_json(sys.argv[1])\n"
+    "state = canary_trial(params, return_state=True)\n"
+    "result = state.result(raise_on_failure=False)\n"
+    "print('CANARY-STATE ' + json.dumps([state.type.value, state.message]))\n"
     "print('CANARY-RESULT ' + json.dumps(result, default=str))\n"
 )
 
@@ -47,6 +50,13 @@ class TrialProcess:
         assert self.process.returncode == 0, text[-4000:]
         line = next(ln for ln in text.splitlines() if ln.startswith("CANARY-RESULT "))
         return dict(json.loads(line.removeprefix("CANARY-RESULT ")))
+
+    def final_state(self) -> tuple[str, str | None]:
+        """The flow run's final state type and message (after :meth:`result`)."""
+        text = self.log.read_text(encoding="utf-8", errors="replace")
+        line = next(ln for ln in text.splitlines() if ln.startswith("CANARY-STATE "))
+        kind, message = json.loads(line.removeprefix("CANARY-STATE "))
+        return str(kind), message
 
     def stop(self) -> None:
         if self.process.poll() is None:
@@ -132,6 +142,12 @@ def wait_for_input_schema(server: PrefectServer, run_id: str, timeout_s: float =
                 pass
         time.sleep(0.5)
     raise AssertionError("paused run never stored its input schema")
+
+
+def latest_artifact(server: PrefectServer, key: str) -> dict[str, Any] | None:
+    """The newest version of the artifact with ``key`` (None when there is none)."""
+    found = api(server, "POST", "/artifacts/filter", {"artifacts": {"key": {"any_": [key]}}})
+    return dict(max(found, key=lambda a: a["created"])) if found else None
 
 
 def resume(server: PrefectServer, run_id: str, run_input: dict[str, Any]) -> dict[str, Any]:

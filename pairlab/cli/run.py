@@ -19,10 +19,16 @@ from pairlab.core.errors import EnvironmentUnavailable, ReasonCode
 P = TypeVar("P")
 
 
-def _quiet_prefect() -> None:
+def _quiet_prefect(console_level: str = "WARNING") -> None:
+    """Prefect's own chatter stays off the console; a run's progress lines (the flow-
+    and task-run loggers at INFO) still go to the server, i.e. the run's Logs tab."""
     os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
     os.environ.setdefault("DO_NOT_TRACK", "1")
     os.environ.setdefault("PREFECT_LOGGING_LEVEL", "WARNING")
+    os.environ.setdefault("PREFECT_LOGGING_LOGGERS_PREFECT_FLOW_RUNS_LEVEL", "INFO")
+    # task runs: only their warnings (five task runs an episode would drown the run's lines)
+    os.environ.setdefault("PREFECT_LOGGING_LOGGERS_PREFECT_TASK_RUNS_LEVEL", "WARNING")
+    os.environ.setdefault("PREFECT_LOGGING_HANDLERS_CONSOLE_LEVEL", console_level)
     os.environ.setdefault("PREFECT_SERVER_LOGGING_LEVEL", "CRITICAL")
     os.environ.setdefault("PREFECT_LOGGING_LOG_PRINTS", "false")
     # The embedded (ephemeral) server can take a while on a loaded 2-core machine.
@@ -90,12 +96,17 @@ def _require_prefect_server(api_url: str) -> None:
 
 def _print_result(result: dict[str, Any], as_json: bool) -> None:
     if as_json:
-        keys = ("run_id", "store", "episodes", "failed", "report", "report_html")
+        keys = ("run_id", "store", "episodes", "failed", "exploratory", "report", "report_html")
         emit_json({k: result[k] for k in keys if k in result})
         return
     typer.echo(
         f"run {result['run_id']}: {result['episodes']} episodes ({result['failed']} failed or incorrect)"
     )
+    if result.get("exploratory"):
+        typer.echo(
+            "EXPLORATORY: the gate is below the study plan's minimum pairs; "
+            "effects with fewer pairs are not wins"
+        )
     typer.echo(f"report: {result['report']}")
     if result.get("report_html"):
         typer.echo(f"html:   {result['report_html']}")
@@ -314,9 +325,21 @@ def register(app: typer.Typer) -> None:
     @app.command("serve")
     def serve_cmd(
         limit: Annotated[int, typer.Option(help="Flow runs at the same time")] = 4,
+        verbose: Annotated[
+            bool,
+            typer.Option(
+                "--verbose", help="Also print the runs' progress lines (always in the Logs tab)"
+            ),
+        ] = False,
     ) -> None:
-        """Serve the deployments (evidence-eval, certify-clients, ...) to PREFECT_API_URL."""
-        _quiet_prefect()
+        """Serve the deployments (evidence-eval, certify-clients, ...) to PREFECT_API_URL.
+
+        SIGINT/SIGTERM stop it within seconds; a canary waiting for approval stays
+        paused on the server and a later `pairlab serve` runs it once approved."""
+        _quiet_prefect("INFO" if verbose else "WARNING")
+        # The runner notices a stop (SIGINT/SIGTERM) and new runs at its next poll: poll
+        # often, so `pairlab serve` exits within seconds and picks up resumed runs quickly.
+        os.environ.setdefault("PREFECT_RUNNER_POLL_FREQUENCY", "2")
         if not os.environ.get("PREFECT_API_URL"):
             raise EnvironmentUnavailable(
                 "PREFECT_API_URL is not set: start a server (`uv run prefect server start`) and export "

@@ -19,6 +19,7 @@ import pytest
 
 from flows.evidence_eval import evidence_eval
 from flows.params import EvidenceEvalParams
+from pairlab.core.run_artifacts import LINKED_FILES, cohort_tables, headline_markdown
 from tests.e2e import eval_checks as checks
 from tests.integration.backend_fixtures import simclient_image  # noqa: F401  (session fixture)
 
@@ -118,19 +119,29 @@ def test_local_eval_four_arms_through_prefect(prefect_harness: None, tmp_path: P
         by_type.setdefault(art.type, []).append(art)
     (markdown,) = by_type["markdown"]
     assert markdown.key == "report-e2e-local"
-    report_md = (tmp_path / "store/runs/e2e-local/report.md").read_text()
-    assert markdown.data == report_md
+    report = json.loads((tmp_path / "store/runs/e2e-local/report.json").read_text())
+    locations = {
+        name: str((tmp_path / "store/runs/e2e-local" / name).resolve()) for _, name in LINKED_FILES
+    }
+    headline = headline_markdown(report, locations)
+    assert markdown.data == headline
     (table,) = by_type["table"]
-    assert table.key == "cohorts-e2e-local"
+    assert table.key == "cohorts-totaltokens-e2e-local"
     rows = json.loads(table.data) if isinstance(table.data, str) else table.data
-    assert {row["taskId"] for row in rows} == {"fix-median", "answer-cache-env"}
-    assert {row["treatment"] for row in rows} == {"optimizer", "retrieval", "full"}
+    assert rows == cohort_tables(report)["totalTokens"]
+    assert {row["task"] for row in rows} == {"fix-median", "answer-cache-env"}
+    assert {row["contrast"] for row in rows} == {
+        "optimizer vs baseline",
+        "retrieval vs baseline",
+        "full vs baseline",
+    }
     (progress,) = by_type["progress"]
     assert progress.data == pytest.approx(100.0)
+    assert progress.description.startswith("16/16 episodes (100%) of run e2e-local")
 
     # Read back by key, as a user would (Artifact.get leaks its sync client's socket).
     latest = _artifact_by_key("report-e2e-local")
-    assert latest is not None and latest.data == report_md
+    assert latest is not None and latest.data == headline
 
 
 @pytest.mark.prefect

@@ -1,89 +1,53 @@
-"""Trigger an evaluation from the Prefect UI in a real browser and see its report.
+"""Trigger an evaluation from the Prefect UI in a real browser and follow it there.
 
 A real Prefect server (v1 UI) and `pairlab serve` as a subprocess (cwd a temp
 dir, so the store lands there). Chromium (Debian's, driven by Playwright) opens
-the `evidence-eval` deployment, starts a custom run with parameters filled in
-the generated form (one task, 2 repetitions, min-pairs 2, a run id), waits for
-the run to complete and opens its Artifacts tab, where the report artifact is.
-Screenshots go to tmp_path.
+the `evidence-eval` deployment's "Custom run" form — typed choices for suite,
+profile and tasks, units in duration titles, no "None" noise — and starts a run
+(one task, 2 repetitions, min-pairs 2, a run id). Then, on the run's page:
+
+* the run is named by pairlab's run id;
+* the Logs tab shows the plan, each pair's start and end and the publish location;
+* the Artifacts tab lists the headline first, then the cohort table; the table's
+  decision labels equal report.json's; the headline links the stored report; the
+  run (gate 2 < the plan's 5 pairs) is labelled exploratory.
+
+Screenshots: tmp_path, and $PAIRLAB_UI_SCREENSHOTS when set (tests/ui_support.py).
 """
 
 from __future__ import annotations
 
-import contextlib
 import json
 import re
-import subprocess
-import sys
 import time
-import urllib.request
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from tests.prefect_server import stop_process_group
-from tests.support import CHROMIUM, CHROMIUM_ARGS, require
+from flows.deployments import form_choices
+from pairlab.core.run_artifacts import decision_label, why_not
+from tests.support import CHROMIUM, require
+from tests.ui_support import (
+    api,
+    launch_chromium,
+    runs_of,
+    screenshot,
+    serving,
+    wait_for_deployment,
+    wait_for_run,
+)
 
 RUN_ID = "ui-run"
-SERVE_READY_S = 300
 RUN_DONE_S = 600
 
-
-def _api(api_url: str, method: str, path: str, body: Any = None) -> Any:
-    data = None if body is None else json.dumps(body).encode()
-    req = urllib.request.Request(
-        api_url + path, method=method, data=data, headers={"Content-Type": "application/json"}
-    )
-    with urllib.request.urlopen(req, timeout=30) as resp:
-        return json.loads(resp.read() or b"null")
-
-
-@contextlib.contextmanager
-def _serving(server: Any, cwd: Path) -> Iterator[subprocess.Popen[bytes]]:
-    cwd.mkdir(parents=True, exist_ok=True)
-    log = (cwd / "serve.log").open("wb")
-    proc = subprocess.Popen(
-        [str(Path(sys.executable).parent / "pairlab"), "serve"],
-        cwd=cwd,
-        env=server.env,
-        stdout=log,
-        stderr=subprocess.STDOUT,
-        start_new_session=True,
-    )
-    try:
-        yield proc
-    finally:
-        stop_process_group(proc, timeout=30)
-        log.close()
-
-
-def _wait_for_deployment(server: Any, proc: subprocess.Popen[bytes], log: Path) -> dict[str, Any]:
-    deadline = time.monotonic() + SERVE_READY_S
-    while True:
-        assert proc.poll() is None, f"pairlab serve exited:\n{log.read_text()[-3000:]}"
-        found = [
-            d
-            for d in _api(server.api_url, "POST", "/deployments/filter", {})
-            if d["name"] == "evidence-eval"
-        ]
-        if found:
-            dep: dict[str, Any] = found[0]
-            return dep
-        assert time.monotonic() < deadline, "evidence-eval deployment never appeared"
-        time.sleep(1)
+pytestmark = [pytest.mark.timeout(1500)]
 
 
 def _created_run(server: Any, deployment_id: str) -> str:
     deadline = time.monotonic() + 60
     while True:
-        runs = _api(
-            server.api_url,
-            "POST",
-            "/flow_runs/filter",
-            {"deployments": {"id": {"any_": [deployment_id]}}},
-        )
+        runs = runs_of(server, deployment_id)
         if runs:
             assert len(runs) == 1, runs
             return str(runs[0]["id"])
@@ -99,110 +63,186 @@ def _field(page: Any, label: str) -> Any:
     )
 
 
+def _label(page: Any, label: str) -> str:
+    text = _field(page, label).locator(".schema-form-property__label").first.inner_text()
+    return str(text).strip()
+
+
+def _expected_rows(report: dict[str, Any]) -> set[tuple[str, str, str]]:
+    """(contrast, decision label, why) of every primary effect in report.json."""
+    analysis = report["analysis"]
+    plan_min = analysis["plan"]["min_pairs"] if analysis["exploratory"] else None
+    return {
+        (f"{e['treatment']} vs {e['control']}", decision_label(e, plan_min), why_not(e))
+        for cohort in analysis["cohorts"]
+        for e in cohort["effects"]
+        if e["role"] == "primary"
+    }
+
+
 @pytest.mark.browser
 @pytest.mark.prefect
 @pytest.mark.e2e
-def test_trigger_eval_from_the_ui_and_see_its_report(prefect_server: Any, tmp_path: Path) -> None:
+def test_trigger_eval_from_the_ui_and_follow_it(prefect_server: Any, tmp_path: Path) -> None:
     require(CHROMIUM.exists(), "Debian chromium at /usr/bin/chromium")
     from playwright.sync_api import expect, sync_playwright
 
     serve_dir = tmp_path / "serve"
     shots = tmp_path / "screenshots"
     shots.mkdir()
-    with _serving(prefect_server, serve_dir) as proc:
-        deployment = _wait_for_deployment(prefect_server, proc, serve_dir / "serve.log")
+    with serving(prefect_server, serve_dir) as proc:
+        deployment = wait_for_deployment(
+            prefect_server, proc, serve_dir / "serve.log", "evidence-eval"
+        )
         # Served by module path, so it resolves whatever directory serve or a worker runs in.
         assert deployment["entrypoint"] == "flows.evidence_eval.evidence_eval"
         with sync_playwright() as pw:
-            browser = pw.chromium.launch(
-                executable_path=str(CHROMIUM), headless=True, args=CHROMIUM_ARGS
-            )
+            browser = launch_chromium(pw)
             try:
-                page = browser.new_page(viewport={"width": 1400, "height": 1000})
+                page = browser.new_page(viewport={"width": 1440, "height": 1000})
                 page.set_default_timeout(60_000)
 
-                # Deployments list -> evidence-eval deployment page.
+                # Deployments list -> evidence-eval deployment page -> Run -> Custom run.
                 page.goto(f"{prefect_server.url}/deployments")
                 page.get_by_role("link", name="evidence-eval").first.click()
                 page.wait_for_url(re.compile(r"/deployments/deployment/"), wait_until="commit")
                 assert deployment["id"] in page.url
-                page.screenshot(path=str(shots / "1-deployment.png"))
-
-                # Run -> Custom run: the form generated from EvidenceEvalParams.
                 page.get_by_role("button", name="Run", exact=True).click()
-                page.screenshot(path=str(shots / "1b-run-menu.png"))
                 page.get_by_text("Custom run").click()
                 page.wait_for_url(re.compile(r"/deployment/[^/]+/run"), wait_until="commit")
                 expect(_field(page, "Repetitions")).to_be_visible()
+                page.wait_for_load_state("networkidle")
 
+                # The form is for people: choices, units, required fields, no None noise.
+                body = page.locator("body")
+                # no "None" noise on optional values; only the optional warm-stratum
+                # section keeps its None/object switch (set to None: the section is off)
+                none_noise = page.get_by_text('Property is type "None"')
+                expect(none_noise).to_have_count(1)
+                expect(_field(page, "Warm").first).to_contain_text('Property is type "None"')
+                for required in ("Suite", "Profile", "Repetitions", "Arms", "Store"):
+                    assert "(Optional)" not in _label(page, required), required
+                assert _label(page, "Min Pairs") == "Min Pairs (Optional)"
+                expect(body).to_contain_text("Lease (seconds)")
+                expect(body).to_contain_text("Poll (seconds)")
+                expect(body).to_contain_text("Quota interval (seconds)")
+                expect(_field(page, "Episode Limit").first).to_contain_text(
+                    "pairlab-episodes-<account>"
+                )
+                suite = _field(page, "Suite").locator("button.p-select-button__control").first
+                assert suite.inner_text().strip() == "core"
+                # the profile is a drop-down of the runner profiles, not free text
+                profile = _field(page, "Profile").locator("button.p-select-button__control").first
+                options = page.locator(".p-select-option__text")
+                profile.focus()
+                for _ in range(4):  # the v1 select opens with the arrow key once focused
+                    if options.first.is_visible():
+                        break
+                    page.keyboard.press("ArrowDown")
+                    page.wait_for_timeout(1500)
+                expect(options.first).to_be_visible()
+                offered = [o.strip() for o in options.all_inner_texts()]
+                assert offered == form_choices().profiles, offered
+                screenshot(page, shots, "ui-eval-form-profile-choices")
+                page.keyboard.press("Escape")
+                screenshot(page, shots, "ui-eval-form", tall=True)
+
+                # One task (drop the second default), 2 repetitions, gate 2, a run id.
                 tasks = _field(page, "Task Filter")
-                tasks.locator("textarea").nth(1).wait_for()
-                # Remove the second default task (answer-cache-env): keep fix-median only.
-                tasks.locator("textarea").nth(1).locator(
-                    "xpath=ancestor::div[.//button][1]"
-                ).locator("button").first.click()
-                expect(tasks.locator("textarea")).to_have_count(1)
-                expect(tasks.locator("textarea").first).to_have_value("fix-median")
-
+                tasks.locator(".p-tag").filter(has_text="answer-cache-env").locator(
+                    ".p-tag__dismiss"
+                ).click()
+                expect(tasks.locator(".p-tag")).to_have_count(1)
+                expect(tasks.locator(".p-tag").first).to_have_text("fix-median")
                 _field(page, "Repetitions").locator("input").fill("2")
-                min_pairs = _field(page, "Min Pairs")
-                min_pairs.get_by_role("button", name="int", exact=True).click()
-                min_pairs.locator("input").fill("2")
-                run_id = _field(page, "Run Id")
-                run_id.get_by_role("button", name="str", exact=True).click()
-                run_id.locator("textarea, input").first.fill(RUN_ID)
-                page.screenshot(path=str(shots / "2-form.png"), full_page=True)
-
+                _field(page, "Min Pairs").locator("input").fill("2")
+                _field(page, "Run Id").locator("textarea, input").first.fill(RUN_ID)
                 page.get_by_role("button", name="Submit").click()
-                # The UI returns to the deployment page; the new run is listed under Runs.
                 page.wait_for_url(re.compile(r"/deployment/[^/?]+(\?|$)"), wait_until="commit")
                 flow_run_id = _created_run(prefect_server, deployment["id"])
-                page.locator(f"a[href*='{flow_run_id}']").first.click()
-                page.wait_for_url(re.compile(rf"/runs/flow-run/{flow_run_id}"), wait_until="commit")
 
-                # The run completes (the page shows its state; reload until it does).
-                deadline = time.monotonic() + RUN_DONE_S
-                while True:
-                    state = _api(prefect_server.api_url, "GET", f"/flow_runs/{flow_run_id}")[
-                        "state"
-                    ]
-                    if state["type"] in ("COMPLETED", "FAILED", "CRASHED", "CANCELLED"):
-                        break
-                    assert time.monotonic() < deadline, f"run still {state['type']}"
-                    time.sleep(2)
-                assert state["type"] == "COMPLETED", (
-                    state,
-                    (serve_dir / "serve.log").read_text()[-3000:],
-                )
-                page.reload()
+                run = wait_for_run(prefect_server, flow_run_id, ("COMPLETED",), RUN_DONE_S)
+                assert run["name"] == RUN_ID  # the Prefect run name is pairlab's run id
+
+                # The run's page: its name, and the Logs tab (the default tab).
+                page.goto(f"{prefect_server.url}/flow-runs/flow-run/{flow_run_id}")
                 page.wait_for_load_state("networkidle")
                 expect(page.get_by_text("Completed").first).to_be_visible()
-                page.screenshot(path=str(shots / "3-run.png"))
+                expect(page.get_by_text(RUN_ID, exact=True).first).to_be_visible()
+                logs = page.locator("body")
+                expect(logs).to_contain_text(f"run {RUN_ID} plan: suite core, profile sim")
+                expect(logs).to_contain_text(f"run {RUN_ID} is EXPLORATORY")
+                for n in (1, 2):
+                    expect(logs).to_contain_text(f"pair {n}/2 start: fix-median rep {n}")
+                    expect(logs).to_contain_text(f"pair {n}/2 end: fix-median rep {n}")
+                store_run = (serve_dir / "pairlab-store" / "runs" / RUN_ID).resolve()
+                expect(logs).to_contain_text(f"run {RUN_ID} published to {store_run}")
+                screenshot(page, shots, "ui-eval-logs", tall=True)
 
-                # Artifacts tab: the report artifact of this run.
+                # Artifacts tab: the headline first, then the cohort table, then progress.
                 page.get_by_text("Artifacts", exact=True).first.click()
-                report_key = f"report-{RUN_ID}"
-                expect(page.get_by_text(report_key).first).to_be_visible()
-                page.screenshot(path=str(shots / "4-artifacts.png"), full_page=True)
-                # Open the report card: the artifact page renders the report's markdown.
-                page.get_by_text(report_key, exact=True).last.click()
+                headline_key, table_key = f"report-{RUN_ID}", f"cohorts-totaltokens-{RUN_ID}"
+                headline_card = page.get_by_text(headline_key, exact=True).first
+                table_card = page.get_by_text(table_key, exact=True).first
+                expect(headline_card).to_be_visible()
+                expect(table_card).to_be_visible()
+                expect(page.locator("body")).to_contain_text("8/8 episodes (100%)")
+                # the headline is the flow run's own artifact, listed above the task runs'
+                first, second = headline_card.bounding_box(), table_card.bounding_box()
+                assert first["y"] < second["y"], (first, second)
+                screenshot(page, shots, "ui-eval-artifacts", tall=True)
+
+                # The headline artifact: exploratory, the answer, a link to the report.
+                headline_card.click()
                 page.wait_for_url(re.compile(r"/artifacts/artifact/"), wait_until="commit")
-                report_md = (serve_dir / "pairlab-store/runs" / RUN_ID / "report.md").read_text()
-                heading = next(line for line in report_md.splitlines() if line.startswith("# "))
-                title = heading[2:].replace("`", "").strip()  # rendered: code spans lose backticks
-                expect(page.locator("body")).to_contain_text(title)
-                page.screenshot(path=str(shots / "5-report.png"), full_page=True)
+                body = page.locator("body")
+                expect(body).to_contain_text(f"EXPLORATORY — run {RUN_ID}")
+                expect(body).to_contain_text("Exploratory analysis")
+                expect(body).to_contain_text("optimizer vs baseline (1 task cohort)")
+                expect(body).to_contain_text(f"report (HTML): {store_run / 'report.html'}")
+                expect(body).to_contain_text(f"forest plot: {store_run / 'forest.png'}")
+                expect(body).to_contain_text(f"manifest.json: {store_run / 'manifest.json'}")
+                screenshot(page, shots, "ui-eval-headline", tall=True)
+
+                # The cohort table: report.json's decisions, fitting the 1440 px screen.
+                page.goto(f"{prefect_server.url}/flow-runs/flow-run/{flow_run_id}")
+                page.get_by_text("Artifacts", exact=True).first.click()
+                page.get_by_text(table_key, exact=True).first.click()
+                page.wait_for_url(re.compile(r"/artifacts/artifact/"), wait_until="commit")
+                table = page.locator("table").first
+                expect(table.locator("tbody tr")).to_have_count(3)
+                heads = [h.strip() for h in table.locator("th").all_inner_texts()]
+                assert heads == [
+                    "task",
+                    "contrast",
+                    "n",
+                    "effect",
+                    "95% CI",
+                    "decision",
+                    "why not a win",
+                ]
+                shown = set()
+                for row in table.locator("tbody tr").all():
+                    cells = [c.strip() for c in row.locator("td").all_inner_texts()]
+                    shown.add((cells[1], cells[5], cells[6]))
+                report = json.loads((store_run / "report.json").read_text())
+                assert shown == _expected_rows(report)
+                box = table.bounding_box()
+                assert box["x"] + box["width"] <= 1440, box  # nothing off-screen
+                width = page.evaluate(
+                    "(t) => t.scrollWidth <= t.clientWidth + 1", table.element_handle()
+                )
+                assert width, "the cohort table scrolls sideways"
+                screenshot(page, shots, "ui-eval-cohort-table", tall=True)
             finally:
                 browser.close()
 
     # The form values reached the flow: one task x 2 repetitions x 4 arms, in serve's cwd.
-    params = _api(prefect_server.api_url, "GET", f"/flow_runs/{flow_run_id}")["parameters"][
-        "params"
-    ]
-    assert params["task_filter"] == ["fix-median"]
+    params = api(prefect_server, "GET", f"/flow_runs/{flow_run_id}")["parameters"]["params"]
+    assert params["task_filter"] == ["fix-median"] and params["profile"] == "sim"
     assert params["repetitions"] == 2 and params["min_pairs"] == 2 and params["run_id"] == RUN_ID
-    run_store = serve_dir / "pairlab-store" / "runs" / RUN_ID
-    lines = (run_store / "episodes.jsonl").read_text().splitlines()
+    lines = (store_run / "episodes.jsonl").read_text().splitlines()
     assert len(lines) == 8
-    assert (run_store / "manifest.json").is_file()
-    assert all((shots / f"{n}.png").stat().st_size > 0 for n in ("1-deployment", "4-artifacts"))
+    assert (store_run / "manifest.json").is_file()
+    # the console stayed quiet: no INFO progress lines in serve's own output
+    assert "pair 1/2 start" not in (serve_dir / "serve.log").read_text()

@@ -20,6 +20,7 @@ from pairlab.core.verdict.loading import load_artifact
 from pairlab.core.verdict.structure import artifact_findings, duplicate_run_ids, pair_findings
 from tests.canary_trial_support import (
     flow_run_of,
+    latest_artifact,
     resume,
     simclient_processes,
     start_trial,
@@ -126,7 +127,12 @@ def test_rejected_trial_executes_nothing(prefect_server: Any, tmp_path: Path) ->
         answer = resume(
             prefect_server,
             run["id"],
-            {"approve": False, "approver": "ops-bob", "note": "budget too high"},
+            {
+                "approve": False,
+                "approver": "ops-bob",
+                "note": "budget too high",
+                "budget_acknowledged": False,
+            },
         )
         assert answer["status"] == "ACCEPT"
         result = trial.result()
@@ -134,6 +140,19 @@ def test_rejected_trial_executes_nothing(prefect_server: Any, tmp_path: Path) ->
         trial.stop()
     assert result["outcome"] == "rejected" and result["episodes"] == 0
     assert "ops-bob" in result["reason"]
+    # a distinct final state, never a green Completed: Cancelled, saying who and why
+    assert trial.final_state() == (
+        "CANCELLED",
+        "trial not run: rejected by ops-bob: budget too high",
+    )
+    run = flow_run_of(prefect_server, trial.trial_id)
+    assert run is not None and run["state_type"] == "CANCELLED"
+    shown = latest_artifact(prefect_server, f"canary-manifest-{trial.trial_id}")
+    assert shown is not None
+    assert "— rejected by ops-bob: budget too high" in shown["data"].splitlines()[0]
+    manifest = json.loads((trial.run_dir / "trials" / "manifest.json").read_text())
+    assert manifest["approval"]["outcome"] == "rejected"
+    assert manifest["approval"]["approver"] == "ops-bob"
     approval = json.loads((trial.run_dir / "trials" / "approval.json").read_text())
     assert approval["outcome"] == "rejected" and approval["approved"] is False
     _assert_nothing_ran(trial.run_dir, trial.trial_id)
@@ -149,6 +168,7 @@ def test_approval_timeout_executes_nothing(prefect_server: Any, tmp_path: Path) 
     finally:
         trial.stop()
     assert result["outcome"] == "timeout" and result["episodes"] == 0
+    assert trial.final_state() == ("CANCELLED", "trial not run: not approved within 3 s")
     approval = json.loads((trial.run_dir / "trials" / "approval.json").read_text())
     assert approval["outcome"] == "timeout" and approval["approver"] is None
     _assert_nothing_ran(trial.run_dir, trial.trial_id)

@@ -403,6 +403,37 @@ def test_quota_mapping() -> None:
     ]
 
 
+def test_a_scoped_window_never_stands_in_for_the_accounts_own() -> None:
+    later = T0 + timedelta(minutes=1)
+    start, end = _obs(T0, 10.0, window="seven-day"), _obs(later, 11.0, window="seven-day")
+    scoped = {"provider": "claude:opus", "reset_id": "seven-day-opus-1"}
+    own = quota_observation(Provider.CLAUDE, start, end, False)
+    assert own is not None
+    # the scoped window comes after the account's in both snapshots: still the account's
+    found = quota_observations(
+        Provider.CLAUDE,
+        [start, _obs(T0, 50.0, window="seven-day", **scoped)],
+        [end, _obs(later, 70.0, window="seven-day", **scoped)],
+        False,
+    )
+    assert found == [own]
+    # only a scoped window: no account-wide observation at all (missing, not borrowed)
+    only_scoped = quota_observations(
+        Provider.CLAUDE,
+        [_obs(T0, 50.0, window="seven-day", **scoped)],
+        [_obs(later, 70.0, window="seven-day", **scoped)],
+        False,
+    )
+    assert only_scoped is None
+    # two account-wide readings of one window at an end: ambiguous, left out
+    assert (
+        quota_observations(
+            Provider.CLAUDE, [start, _obs(T0, 30.0, window="seven-day")], [end], False
+        )
+        is None
+    )
+
+
 def test_only_claude_and_codex_can_be_written() -> None:
     assert loom_provider("codex") is Provider.CODEX
     with pytest.raises(InvalidInputError, match="only 'claude' and 'codex'"):

@@ -87,6 +87,9 @@ class TrialManifest(FrozenModel):
     unrelated_concurrent_use: bool | None
     budget: Budget
     planned: list[PlannedRun]
+    # the decision, recorded once made (who, when, note, budget acknowledgement); the
+    # frozen fields above never change
+    approval: dict[str, Any] | None = None
 
     def fixture(self, task_id: str) -> FrozenFixture:
         return next(f for f in self.fixtures if f.task_id == task_id)

@@ -84,15 +84,26 @@ def snapshot_interval(
     return None if found is None else Interval.model_validate(found)
 
 
+def _account_wide(snapshots: Sequence[Snapshot]) -> dict[str, Snapshot]:
+    found: dict[str, list[Snapshot]] = {}
+    for snap in snapshots:
+        if ":" not in snap.provider:  # claude:<scope> is a model-scoped window
+            found.setdefault(snap.window, []).append(snap)
+    return {window: snaps[0] for window, snaps in found.items() if len(snaps) == 1}
+
+
 def quota_observations(
     provider: Provider,
     before: Sequence[Snapshot],
     after: Sequence[Snapshot],
     unrelated_concurrent_use: bool | None,
 ) -> list[dict[str, Any]] | None:
-    """One observation per window seen at both ends (five-hour first); None when none is."""
-    starts = {s.window: s for s in before}
-    ends = {s.window: s for s in after}
+    """One observation per account-wide window seen at both ends (five-hour first); None
+    when none is. A model-scoped window (provider ``claude:<scope>``) shares its name with
+    the account's own and is never taken for it; a window two account-wide snapshots
+    claim at one end is ambiguous and left out (honestly missing)."""
+    starts = _account_wide(before)
+    ends = _account_wide(after)
     found = []
     for window in QuotaWindow:
         if window in starts and window in ends:

@@ -1,0 +1,110 @@
+"""The run form of a served deployment, made for people (applied at deploy time).
+
+Prefect renders a deployment's parameter JSON schema as the "Custom run" form.
+Straight from pydantic it reads every field as "(Optional)", offers a type
+switch with ``Property is type "None"`` for every nullable field, has titles
+such as "Lease S" and accepts any text as a suite, profile or task id. Here:
+
+* choices: ``suite``, ``profile`` and ``task_filter`` become enums of what the
+  catalog and runner_profiles/ hold when `pairlab serve` starts;
+* nullable fields lose their ``null`` branch (an empty field is simply not sent,
+  and the flow's default applies), and ``None`` defaults leave the parameters —
+  except optional sections (a nested model or None), which keep the form's
+  None/object switch so they can stay off;
+* every field that is not nullable is required (the deployment's parameters fill
+  them in, so a run only needs changes);
+* duration titles carry their unit: ``Lease S`` → ``Lease (seconds)``.
+
+The flows still validate with their pydantic models; the schema only guides the form.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Final
+
+UNIT_SUFFIXES: Final = {"_s": "seconds", "_ms": "milliseconds"}
+
+
+@dataclass(frozen=True)
+class Choices:
+    """Enums generated from the catalog and the runner profiles."""
+
+    suites: Sequence[str] = ()
+    profiles: Sequence[str] = ()
+    tasks: Sequence[str] = ()
+    # per flow: a narrower profile list (e.g. the canary runs simulator profiles only)
+    profiles_by_model: Mapping[str, Sequence[str]] = field(default_factory=dict)
+
+
+def _drop_null(prop: dict[str, Any]) -> bool:
+    """``anyOf: [X, null]`` → X in place; True when the property was nullable."""
+    branches = prop.get("anyOf")
+    if not isinstance(branches, list):
+        return False
+    rest = [b for b in branches if b != {"type": "null"}]
+    if len(rest) == len(branches) or len(rest) != 1:
+        return False
+    if "$ref" in rest[0] or rest[0].get("type") == "object":
+        # an optional section (e.g. the warm stratum): the form's None/object switch is
+        # how it stays off; without it the form would send an empty, invalid object
+        return True
+    del prop["anyOf"]
+    for key, value in rest[0].items():
+        prop.setdefault(key, value)
+    if prop.get("default", 0) is None:
+        del prop["default"]
+    return True
+
+
+def _unit_title(name: str, prop: dict[str, Any]) -> None:
+    for suffix, unit in UNIT_SUFFIXES.items():
+        if name.endswith(suffix):
+            words = name[: -len(suffix)].replace("_", " ").strip().capitalize()
+            prop["title"] = f"{words} ({unit})"
+
+
+def _enum(prop: dict[str, Any], values: Sequence[str]) -> None:
+    if not values:
+        return
+    if prop.get("type") == "array":
+        prop["items"] = {**prop.get("items", {}), "type": "string", "enum": list(values)}
+    else:
+        prop["enum"] = list(values)
+
+
+def polish_definition(name: str, definition: dict[str, Any], choices: Choices) -> None:
+    props: dict[str, dict[str, Any]] = definition.get("properties", {})
+    required = list(definition.get("required", []))
+    for prop_name, prop in props.items():
+        nullable = _drop_null(prop)
+        _unit_title(prop_name, prop)
+        if prop_name == "suite":
+            _enum(prop, choices.suites)
+        elif prop_name == "profile":
+            _enum(prop, choices.profiles_by_model.get(name, choices.profiles))
+        elif prop_name in ("task_filter", "harvest_task"):
+            _enum(prop, choices.tasks)
+        if not nullable and prop_name not in required:
+            required.append(prop_name)
+    if props:
+        definition["required"] = required
+
+
+def polish_schema(schema: dict[str, Any], choices: Choices) -> dict[str, Any]:
+    """The form schema of a flow whose parameters are pydantic models (in place)."""
+    for name, definition in schema.get("definitions", {}).items():
+        polish_definition(name, definition, choices)
+    for prop in schema.get("properties", {}).values():
+        _drop_null(prop)
+    return schema
+
+
+def drop_none(value: Any) -> Any:
+    """Deployment parameters without ``None`` values (the form shows them empty)."""
+    if isinstance(value, dict):
+        return {k: drop_none(v) for k, v in value.items() if v is not None}
+    if isinstance(value, list):
+        return [drop_none(v) for v in value]
+    return value

@@ -1,0 +1,123 @@
+"""Running `pairlab serve` against a test Prefect server and looking at it in chromium.
+
+Shared by the browser tests of the run form, the run page and the canary approval,
+and by the shutdown test. Screenshots go to the test's tmp dir and, when
+``PAIRLAB_UI_SCREENSHOTS`` names a directory, there too (docs/screenshots/ is
+refreshed that way).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import shutil
+import subprocess
+import sys
+import time
+import urllib.request
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+from tests.prefect_server import PrefectServer, stop_process_group
+
+SERVE_READY_S = 300
+SCREENSHOTS_ENV = "PAIRLAB_UI_SCREENSHOTS"
+TERMINAL = ("COMPLETED", "FAILED", "CRASHED", "CANCELLED")
+
+
+def api(server: PrefectServer, method: str, path: str, body: Any = None) -> Any:
+    data = None if body is None else json.dumps(body).encode()
+    req = urllib.request.Request(
+        server.api_url + path,
+        method=method,
+        data=data,
+        headers={"Content-Type": "application/json"},
+    )
+    with urllib.request.urlopen(req, timeout=30) as resp:
+        return json.loads(resp.read() or b"null")
+
+
+def start_serve(
+    server: PrefectServer, cwd: Path, log_name: str = "serve.log"
+) -> subprocess.Popen[bytes]:
+    """`pairlab serve` in ``cwd`` (its own process group), output to ``cwd/log_name``."""
+    cwd.mkdir(parents=True, exist_ok=True)
+    with (cwd / log_name).open("ab") as log:
+        return subprocess.Popen(
+            [str(Path(sys.executable).parent / "pairlab"), "serve"],
+            cwd=cwd,
+            env=server.env,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
+
+
+@contextlib.contextmanager
+def serving(server: PrefectServer, cwd: Path) -> Iterator[subprocess.Popen[bytes]]:
+    proc = start_serve(server, cwd)
+    try:
+        yield proc
+    finally:
+        stop_process_group(proc, timeout=30)
+
+
+def wait_for_deployment(
+    server: PrefectServer, proc: subprocess.Popen[bytes], log: Path, name: str
+) -> dict[str, Any]:
+    deadline = time.monotonic() + SERVE_READY_S
+    while True:
+        assert proc.poll() is None, f"pairlab serve exited:\n{log.read_text()[-3000:]}"
+        found = [d for d in api(server, "POST", "/deployments/filter", {}) if d["name"] == name]
+        if found:
+            return dict(found[0])
+        assert time.monotonic() < deadline, f"{name} deployment never appeared"
+        time.sleep(1)
+
+
+def runs_of(server: PrefectServer, deployment_id: str) -> list[dict[str, Any]]:
+    body = {"flow_runs": {"deployment_id": {"any_": [deployment_id]}}}
+    return list(api(server, "POST", "/flow_runs/filter", body))
+
+
+def wait_for_run(
+    server: PrefectServer, flow_run_id: str, until: tuple[str, ...], timeout_s: float
+) -> dict[str, Any]:
+    """The flow run once its state type is one of ``until`` (fails on another end)."""
+    deadline = time.monotonic() + timeout_s
+    while True:
+        run = dict(api(server, "GET", f"/flow_runs/{flow_run_id}"))
+        kind = run["state"]["type"]
+        if kind in until:
+            return run
+        assert kind not in TERMINAL, run["state"]
+        assert time.monotonic() < deadline, f"run still {kind} ({run['state_name']})"
+        time.sleep(1)
+
+
+def screenshot(page: Any, tmp: Path, name: str, *, tall: bool = False) -> Path:
+    """A screenshot of the page (``tall``: the whole scrolling pane, by a tall viewport)."""
+    size = page.viewport_size
+    if tall:
+        height = page.evaluate(
+            "Math.max(...Array.from(document.querySelectorAll('*')).map(e => e.scrollHeight))"
+        )
+        page.set_viewport_size({"width": size["width"], "height": min(int(height) + 40, 6000)})
+        page.wait_for_timeout(500)
+    path = tmp / f"{name}.png"
+    page.screenshot(path=str(path))
+    if tall:
+        page.set_viewport_size(size)
+    keep = os.environ.get(SCREENSHOTS_ENV)
+    if keep:
+        Path(keep).mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(path, Path(keep) / path.name)
+    return path
+
+
+def launch_chromium(pw: Any) -> Any:
+    from tests.support import CHROMIUM, CHROMIUM_ARGS
+
+    return pw.chromium.launch(executable_path=str(CHROMIUM), headless=True, args=CHROMIUM_ARGS)

@@ -1,0 +1,171 @@
+"""The forms an operator fills in the Prefect UI (issue 19, items 3 and 4): the deployments'
+run forms (typed choices from the catalog and runner profiles, units, no None noise,
+required fields) and the canary's approval form (budget with each window's share and a
+warning, a required budget acknowledgement)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import jsonschema
+import pytest
+
+from flows.canary_approval import CanaryApproval, approval_description
+from flows.canary_manifest import budget_lines
+from flows.deployments import build_deployments, form_choices
+from flows.form_schema import drop_none
+from flows.params import CanaryTrialParams, EvidenceEvalParams
+from pairlab.core.canary import Budget
+
+
+@pytest.fixture(scope="module")
+def deployments() -> list[Any]:
+    return build_deployments()
+
+
+@pytest.fixture(scope="module")
+def schemas(deployments: list[Any]) -> dict[str, dict[str, Any]]:
+    return {d.name: d._parameter_openapi_schema.model_dump(exclude_unset=True) for d in deployments}
+
+
+def _walk(node: Any) -> list[dict[str, Any]]:
+    found = []
+    if isinstance(node, dict):
+        found.append(node)
+        for value in node.values():
+            found += _walk(value)
+    elif isinstance(node, list):
+        for value in node:
+            found += _walk(value)
+    return found
+
+
+def test_choices_come_from_the_catalog_and_runner_profiles(
+    schemas: dict[str, dict[str, Any]],
+) -> None:
+    choices = form_choices()
+    assert "core" in choices.suites and "fix-median" in choices.tasks
+    assert {"sim", "claude", "codex"} <= set(choices.profiles)
+    eval_props = schemas["evidence-eval"]["definitions"]["EvidenceEvalParams"]["properties"]
+    assert eval_props["suite"]["enum"] == list(choices.suites)
+    assert eval_props["profile"]["enum"] == list(choices.profiles)
+    assert eval_props["task_filter"]["items"]["enum"] == list(choices.tasks)
+    canary_props = schemas["canary-trial"]["definitions"]["CanaryTrialParams"]["properties"]
+    # a canary compares simulator revisions: no emulator (real CLI) profile is offered
+    assert "sim" in canary_props["profile"]["enum"]
+    assert "claude" not in canary_props["profile"]["enum"]
+
+
+def test_no_none_noise_units_and_required_fields(schemas: dict[str, dict[str, Any]]) -> None:
+    for name, schema in schemas.items():
+        nodes = _walk(schema)
+        # only an optional section (a nested model or None) keeps its None branch
+        sections = [n for n in nodes if {"type": "null"} in n.get("anyOf", [])]
+        for node in sections:
+            (section,) = [b for b in node["anyOf"] if b != {"type": "null"}]
+            assert "$ref" in section, (name, node)
+        assert sum(n.get("type") == "null" for n in nodes) == len(sections), name
+        for node in nodes:
+            title = str(node.get("title", ""))
+            assert not title.endswith((" S", " Ms")), (name, title)
+    definitions = schemas["evidence-eval"]["definitions"]
+    dispatch = definitions["DispatchParams"]["properties"]
+    assert dispatch["lease_s"]["title"] == "Lease (seconds)"
+    assert dispatch["poll_s"]["title"] == "Poll (seconds)"
+    assert "`pairlab-episodes-<account>`" in dispatch["episode_limit"]["description"]
+    eval_def = definitions["EvidenceEvalParams"]
+    assert {"suite", "profile", "repetitions", "arms", "store"} <= set(eval_def["required"])
+    # nullable fields stay optional, without a None default
+    for optional in ("min_pairs", "run_id", "model", "study_plan"):
+        assert optional not in eval_def["required"]
+        assert "default" not in eval_def["properties"][optional]
+    # an optional section (the warm stratum) stays switchable off, and is off
+    warm = eval_def["properties"]["warm"]
+    assert {"type": "null"} in warm["anyOf"] and "warm" not in eval_def["required"]
+    harvest = definitions["WarmStratumParams"]["properties"]["harvest_task"]
+    assert harvest["enum"] == list(form_choices().tasks)
+
+
+def test_deployment_parameters_fill_the_form_and_validate(
+    deployments: list[Any], schemas: dict[str, dict[str, Any]]
+) -> None:
+    for deployment in deployments:
+        params = deployment.parameters
+        assert None not in [v for node in _walk(params) for v in node.values()]
+        if deployment.name not in ("compare-artifact", "audit-savings"):  # paths: no default
+            # what the server enforces on a run created from the form
+            jsonschema.validate(params, schemas[deployment.name])
+    assert drop_none({"a": None, "b": [{"c": None, "d": 1}]}) == {"b": [{"d": 1}]}
+    # an empty text field the form sends means "not set"
+    assert EvidenceEvalParams(run_id="", model=" ").run_id is None
+    assert CanaryTrialParams(run_id="").run_id is None
+
+
+def test_invalid_choices_are_refused_by_the_form_schema(
+    deployments: list[Any], schemas: dict[str, dict[str, Any]]
+) -> None:
+    schema = schemas["evidence-eval"]
+    params = {"params": {**deployments[0].parameters["params"], "suite": "nope"}}
+    with pytest.raises(jsonschema.ValidationError):
+        jsonschema.validate(params, schema)
+    params["params"].update(suite="core", task_filter=["no-such-task"])
+    with pytest.raises(jsonschema.ValidationError):
+        jsonschema.validate(params, schema)
+
+
+def _budget(per_episode: int, episodes: int = 16) -> Budget:
+    total = episodes * per_episode
+    sizes: dict[str, int | None] = {"five-hour": 300_000, "seven-day": 30_000_000}
+    return Budget(
+        episodes=episodes,
+        estimated_tokens_per_episode=per_episode,
+        estimated_tokens_total=total,
+        window_budget_tokens=sizes,
+        estimated_quota_percent={w: round(100 * total / s, 1) for w, s in sizes.items() if s},
+    )
+
+
+def test_budget_shows_each_windows_share_and_warns_beyond_what_remains() -> None:
+    over = "\n".join(budget_lines(_budget(20_000), sim=True))
+    # the default trial: 16 x 20,000 = 320,000 tokens, 106.7% of the five-hour window
+    assert "five-hour window (300,000 tokens): **106.7%** of the window" in over
+    assert "WARNING: exceeds the remaining window by 6.7 points" in over
+    assert over.count("WARNING") == 1  # the seven-day window has room
+    fits = "\n".join(budget_lines(_budget(1_000), sim=True))
+    assert "WARNING" not in fits and "5.3%" in fits
+    unknown = budget_lines(
+        Budget(
+            episodes=2,
+            estimated_tokens_per_episode=1,
+            estimated_tokens_total=2,
+            window_budget_tokens={"five-hour": None},
+            estimated_quota_percent={"five-hour": None},
+        ),
+        sim=False,
+    )
+    assert "cannot be checked" in unknown[-1]
+
+
+def test_approval_form_requires_the_budget_acknowledgement() -> None:
+    schema = CanaryApproval.model_json_schema()
+    assert {"approve", "approver", "budget_acknowledged"} <= set(schema["required"])
+    assert "note" not in schema["required"]
+    ok_reject = {"approve": False, "approver": "ops-bob", "budget_acknowledged": False}
+    jsonschema.validate(ok_reject, schema)
+    with pytest.raises(jsonschema.ValidationError):  # approving without acknowledging
+        jsonschema.validate({**ok_reject, "approve": True}, schema)
+    with pytest.raises(jsonschema.ValidationError):  # not answered at all
+        jsonschema.validate({"approve": False, "approver": "ops-bob"}, schema)
+
+
+def test_approval_description_carries_the_budget() -> None:
+    from flows.canary_manifest import canary_profile, freeze_manifest
+    from pairlab.adapters.episode_io import load_eval_inputs
+    from pairlab.core.plan import plan_canary
+
+    params = CanaryTrialParams()
+    suite, profile = load_eval_inputs(params.suite, params.profile)
+    schedule = plan_canary(params.task_filter, params.repetitions, params.seed, "t", params.strata)
+    manifest = freeze_manifest.fn(params, "t", suite, canary_profile(profile), schedule)
+    text = approval_description(manifest)
+    assert "16 episodes" in text and "106.7%" in text and "WARNING" in text
