@@ -30,6 +30,7 @@ COMMAND_MODULES = (
     "store",
     "report",
     "emulator",
+    "images",
 )
 
 app = typer.Typer(

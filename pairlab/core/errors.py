@@ -42,6 +42,7 @@ class ReasonCode(StrEnum):
     SECRET_FOUND = "secret-found"
     ENVIRONMENT_UNAVAILABLE = "environment-unavailable"
     DOCKER_UNAVAILABLE = "docker-unavailable"
+    BUILD_PREREQUISITE_MISSING = "build-prerequisite-missing"
     S3_UNAVAILABLE = "s3-unavailable"
     PREFECT_UNAVAILABLE = "prefect-unavailable"
     CERTIFICATION_FAILED = "certification-failed"
