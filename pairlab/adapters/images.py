@@ -21,7 +21,6 @@ Used by ``pairlab images``, the Docker backend on first use (:func:`ensure_image
 from __future__ import annotations
 
 import hashlib
-import json
 import os
 import shutil
 import subprocess
@@ -169,21 +168,36 @@ def _docker(args: Sequence[str], *, stream: bool = False) -> subprocess.Complete
 
 
 def require_engine() -> None:
-    result = _docker(["version", "--format", "{{.Server.Version}}"])
-    if result.returncode != 0:
-        detail = (result.stderr or "").strip().splitlines()
-        raise EnvironmentUnavailable(
-            f"Docker engine not reachable ({detail[-1] if detail else 'docker version failed'})",
-            reason=ReasonCode.DOCKER_UNAVAILABLE,
-        )
+    """The engine answers (exit 3, docker-unavailable, when it does not)."""
+    from pairlab.adapters.backends.docker import connect
+
+    connect().close()
+
+
+_client_lock = threading.Lock()
+_sdk_client: Any = None
 
 
 def inspect(tag: str) -> dict[str, Any] | None:
-    result = _docker(["image", "inspect", tag])
-    if result.returncode != 0:
+    """``docker image inspect`` through the engine's API (no docker CLI needed: a worker
+    container that only has the mounted socket checks its images the same way)."""
+    global _sdk_client
+    import docker.errors
+
+    from pairlab.adapters.backends.docker import connect
+
+    with _client_lock:
+        if _sdk_client is None:
+            _sdk_client = connect()
+        client = _sdk_client
+    try:
+        return dict(client.api.inspect_image(tag))
+    except docker.errors.ImageNotFound:
         return None
-    data = json.loads(result.stdout)
-    return data[0] if data else None
+    except docker.errors.APIError as exc:
+        if exc.status_code == 404:
+            return None
+        raise ExecutionError(f"image {tag}: {exc}", reason=ReasonCode.EXECUTION_FAILED) from exc
 
 
 def _labels(info: dict[str, Any] | None) -> dict[str, str]:
