@@ -31,6 +31,7 @@ COMMAND_MODULES = (
     "report",
     "emulator",
     "images",
+    "stack",
 )
 
 app = typer.Typer(

@@ -43,6 +43,7 @@ class ReasonCode(StrEnum):
     ENVIRONMENT_UNAVAILABLE = "environment-unavailable"
     DOCKER_UNAVAILABLE = "docker-unavailable"
     BUILD_PREREQUISITE_MISSING = "build-prerequisite-missing"
+    STACK_UNHEALTHY = "stack-unhealthy"
     S3_UNAVAILABLE = "s3-unavailable"
     PREFECT_UNAVAILABLE = "prefect-unavailable"
     CERTIFICATION_FAILED = "certification-failed"

@@ -8,13 +8,13 @@ from pathlib import Path
 
 import pytest
 import yaml
+from pairlab_simclient import __version__ as SIMCLIENT_VERSION
 
 from pairlab.adapters import images
 from pairlab.adapters.client_images import CLIENT_IMAGES
 from pairlab.adapters.garage import GARAGE_VERSION
 from pairlab.adapters.paths import REPO_ROOT
 from pairlab.core.errors import InvalidInputError
-from pairlab_simclient import __version__ as SIMCLIENT_VERSION
 
 
 def test_every_image_is_listed_once_and_built_after_its_base() -> None:
