@@ -48,8 +48,10 @@ def test_registry_tags_match_profiles_compose_and_versions() -> None:
     }
     for name in ("simclient", "claude", "codex"):
         assert registry[name].tag in profile_images
-    compose = yaml.safe_load((REPO_ROOT / "infra" / "compose.yaml").read_text())
+    text = (REPO_ROOT / "infra" / "compose.yaml").read_text()
+    compose = yaml.safe_load(text.replace("${PAIRLAB_IMAGE_PREFIX:-pairlab/}", "pairlab/"))
     used = {s["image"] for s in compose["services"].values() if "image" in s}
+    assert {"pairlab/postgres:15", "pairlab/garage:2.5.0", "pairlab/worker:latest"} <= used
     tags = {spec.tag for spec in registry.values()}
     assert used <= tags, f"compose names images the registry does not build: {used - tags}"
 
