@@ -59,6 +59,9 @@ class StackSettings:
             settings.state_dir = Path(source["PAIRLAB_STACK_DIR"]).expanduser()
         if source.get("PAIRLAB_WORK_DIR"):
             settings.work_dir = source["PAIRLAB_WORK_DIR"]
+        for name, attr in (("PAIRLAB_UI_PORT", "ui_port"), ("PAIRLAB_S3_PORT", "s3_port")):
+            if source.get(name):
+                setattr(settings, attr, int(source[name]))
         for name, value in overrides.items():
             if value is not None:
                 setattr(settings, name, value)
