@@ -313,3 +313,191 @@ def test_eval_through_two_workers_equals_in_process_and_pulls_back_from_garage(
     assert out["downloaded"] == out["objects"] > 0
     staged = stack.work / "runs" / run_id
     assert (dest / "report.json").read_bytes() == (staged / "report.json").read_bytes()
+
+
+# --- faults ------------------------------------------------------------------------------
+
+
+class HookedStore:
+    """The S3 store with every write recorded, and ``hook`` called before the Nth one."""
+
+    def __init__(self, inner: Any, at: int, hook: Any) -> None:
+        self.inner, self.at, self.hook = inner, at, hook
+        self.written: list[str] = []
+
+    def _before(self, key: str) -> None:
+        if len(self.written) == self.at:
+            self.hook()
+        self.written.append(key)
+
+    def put_file(self, key: str, path: Path, *, sha256: str) -> None:
+        self._before(key)
+        self.inner.put_file(key, path, sha256=sha256)
+
+    def put_bytes(self, key: str, data: bytes) -> None:
+        self._before(key)
+        self.inner.put_bytes(key, data)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.inner, name)
+
+
+def _use_stack_s3(stack: Stack, monkeypatch: pytest.MonkeyPatch) -> None:
+    for name, value in stack.s3_env().items():
+        if name.startswith("AWS_") or name.startswith("PAIRLAB_S3"):
+            monkeypatch.setenv(name, value)
+    monkeypatch.delenv("AWS_ENDPOINT_URL", raising=False)
+
+
+def _wait_garage_healthy(stack: Stack, timeout_s: float = 120) -> None:
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        status = _pairlab(["stack", "status", "--json"], stack.env, timeout=60)
+        rows = json.loads(status.stdout)["services"] if status.stdout.strip() else []
+        garage = [
+            r for r in rows if r["service"].startswith("garage") and r["service"] != "garage-init"
+        ]
+        if len(garage) == 3 and all(r["ready"] for r in garage):
+            return
+        time.sleep(2)
+    raise AssertionError("Garage did not come back healthy")
+
+
+def test_one_garage_node_stopped_while_publishing(
+    stack: Stack, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from pairlab.adapters.publish import publish_run
+    from pairlab.adapters.store import open_store
+    from pairlab.adapters.store.runs import list_runs, pull_run
+    from tests.integration.store.run_dirs import write_eval_run
+
+    _use_stack_s3(stack, monkeypatch)
+    node = stack.containers("garage3")[0]  # not the endpoint node: the cluster serves on
+    run_dir = write_eval_run(tmp_path / "local", "fault-node")
+    store = HookedStore(open_store("s3://pairlab/faults-node"), 2, lambda: _docker("stop", node))
+    try:
+        manifest = publish_run(run_dir, store)  # type: ignore[arg-type]
+    finally:
+        _docker("start", node)
+    assert store.written[-1] == "runs/fault-node/manifest.json"  # the manifest last
+    assert len(store.written) == len(manifest.objects) + 1
+    [row] = list_runs(open_store("s3://pairlab/faults-node"))
+    assert row.status == "complete"
+    pull_run(open_store("s3://pairlab/faults-node"), "fault-node", tmp_path / "pulled")
+    _wait_garage_healthy(stack)
+
+
+def test_store_unreachable_while_publishing_then_retry_completes(
+    stack: Stack, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from pairlab.adapters.publish import publish_run
+    from pairlab.adapters.store import open_store
+    from pairlab.adapters.store.runs import list_runs, pull_run
+    from pairlab.core.errors import EnvironmentUnavailable, PublishError, ReasonCode
+    from tests.integration.store.conftest import FAST_S3_OPTIONS
+    from tests.integration.store.run_dirs import write_eval_run
+
+    _use_stack_s3(stack, monkeypatch)
+    nodes = [stack.containers(f"garage{i}")[0] for i in (1, 2, 3)]
+    url = "s3://pairlab/faults-down"
+    run_dir = write_eval_run(tmp_path / "local", "fault-down")
+    store = HookedStore(
+        open_store(url, **FAST_S3_OPTIONS), 3, lambda: _docker("stop", "-t", "2", *nodes)
+    )
+    try:
+        with pytest.raises(EnvironmentUnavailable) as caught:
+            publish_run(run_dir, store)  # type: ignore[arg-type]
+        assert caught.value.reason == ReasonCode.S3_UNAVAILABLE
+    finally:
+        _docker("start", *nodes)
+    _wait_garage_healthy(stack)
+    [row] = list_runs(open_store(url))
+    assert row.status == "incomplete"  # three objects, no manifest
+    with pytest.raises(PublishError) as refused:
+        pull_run(open_store(url), "fault-down", tmp_path / "never")
+    assert refused.value.reason == ReasonCode.RUN_INCOMPLETE
+    retry = _pairlab(["publish", str(run_dir), "--to", url, "--json"], stack.s3_env())
+    assert retry.returncode == 0, retry.stderr[-3000:]
+    out = json.loads(retry.stdout)
+    assert out["status"] == "complete" and out["skipped"] >= 3  # resumed, nothing twice
+    pull_run(open_store(url), "fault-down", tmp_path / "pulled")
+
+
+def _start_trigger(stack: Stack, params: dict[str, Any], log: Path) -> subprocess.Popen[bytes]:
+    env = {**os.environ, "PREFECT_API_URL": stack.api, "PREFECT_LOGGING_LEVEL": "WARNING"}
+    with log.open("wb") as out:
+        return subprocess.Popen(
+            [sys.executable, "-c", TRIGGER, json.dumps(params), "1500"],
+            env=env,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            cwd=REPO_ROOT,
+        )
+
+
+def _result_of(proc: subprocess.Popen[bytes], log: Path) -> dict[str, Any]:
+    proc.wait(timeout=1700)
+    text = log.read_text(errors="replace")
+    line = next((ln for ln in reversed(text.splitlines()) if ln.startswith("RESULT ")), None)
+    assert line is not None, text[-4000:]
+    result: dict[str, Any] = json.loads(line[len("RESULT ") :])
+    return result
+
+
+def _wait_started_episode(episodes: Path, timeout_s: float = 600) -> dict[str, Any]:
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        for path in sorted(episodes.glob("*/execution.jsonl")):
+            log = read_execution_log(path.parent)
+            if log and log[-1]["event"] == "start":
+                return log[-1]
+        time.sleep(0.5)
+    raise AssertionError("no episode started")
+
+
+def _assert_each_episode_once(episodes: Path, expected: int) -> None:
+    records = _records(episodes)
+    assert len(records) == expected, sorted(records)
+    for episode_id in records:
+        events = [e["event"] for e in read_execution_log(episodes / episode_id)]
+        assert events.count("end") == 1, (episode_id, events)
+
+
+def test_worker_killed_mid_pair_is_redispatched_and_completes_once(
+    stack: Stack, tmp_path: Path
+) -> None:
+    run_id = "stack-kill"
+    params = _eval_params(
+        stack, run_id, work=stack.work, store=str(stack.work / "store"), dispatch=True
+    )
+    proc = _start_trigger(stack, params, tmp_path / "trigger.log")
+    episodes = stack.work / "runs" / run_id / "episodes"
+    victim = _wait_started_episode(episodes)
+    started = time.monotonic()
+    _docker("kill", victim["worker"])  # the worker name is its container's host name (id)
+    result = _result_of(proc, tmp_path / "trigger.log")
+    TIMINGS["kill_recovery_s"] = time.monotonic() - started
+    assert result["state"] == "COMPLETED", result
+    _assert_each_episode_once(episodes, len(TASKS) * len(ARMS))
+    _docker("start", victim["worker"], check=False)  # back to three workers
+
+
+def test_postgres_restarted_mid_run_then_same_run_id_completes_without_duplicates(
+    stack: Stack, tmp_path: Path
+) -> None:
+    run_id = "stack-pg"
+    params = _eval_params(
+        stack, run_id, work=stack.work, store=str(stack.work / "store"), dispatch=True
+    )
+    proc = _start_trigger(stack, params, tmp_path / "first.log")
+    episodes = stack.work / "runs" / run_id / "episodes"
+    _wait_started_episode(episodes)
+    _docker("restart", "-t", "5", stack.containers("postgres")[0])
+    first = _result_of(proc, tmp_path / "first.log")
+    TIMINGS["postgres_restart_first_state"] = 1.0 if first["state"] == "COMPLETED" else 0.0
+    # the run finishes, or fails clearly (a final state, never a hang)
+    assert first["state"] in {"COMPLETED", "FAILED", "CRASHED"}, first
+    if first["state"] != "COMPLETED":
+        second = _trigger(stack, params)
+        assert second["state"] == "COMPLETED", second
+    _assert_each_episode_once(episodes, len(TASKS) * len(ARMS))
