@@ -496,7 +496,20 @@ def ensure_image(tag: str, *, log: Log = _stderr) -> str:
             _ensured[tag] = tag
             return tag
         registry = load_registry()
-        result = build_one(spec, registry, log=log)
+        try:
+            result = build_one(spec, registry, log=log)
+        except (EnvironmentUnavailable, OSError) as exc:
+            # Inputs or tools this process cannot reach (a worker container has the image
+            # registry and the socket, not the docker CLI or the wheel cache): an image
+            # already present is used as named, with a warning; a missing engine never.
+            reason = getattr(exc, "reason", None)
+            if reason == ReasonCode.DOCKER_UNAVAILABLE and shutil.which("docker"):
+                raise
+            if inspect(spec.local_tag) is None:
+                raise
+            log(f"using the present {spec.local_tag} unchecked ({exc})")
+            _ensured[tag] = spec.local_tag
+            return spec.local_tag
         chosen = result.extra_tags[0] if result.extra_tags else result.tag
         _ensured[tag] = chosen
         return chosen
