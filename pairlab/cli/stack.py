@@ -49,6 +49,8 @@ def register(app: typer.Typer) -> None:
 
         settings = StackSettings.from_env()
         states = service_states(settings)
+        if not states and not as_json:
+            typer.echo(f"stack {settings.project}: no containers (`pairlab stack up` starts it)")
         _print(settings, states, endpoints(settings), as_json)
         if not states or not all(s.ready for s in states):
             raise typer.Exit(1)
