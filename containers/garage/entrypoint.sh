@@ -5,6 +5,14 @@
 set -eu
 : "${GARAGE_NODE_HOST:?}" "${GARAGE_RPC_SECRET:?}" "${GARAGE_ADMIN_TOKEN:?}"
 mkdir -p /run/garage
+# After the first start, garage-init leaves the nodes' ids in the shared peers volume:
+# bootstrap through host names (resolved again at every discovery), so a restarted node
+# finds the others even when the engine gave the containers new addresses.
+BOOTSTRAP=""
+PEERS_FILE=/var/lib/garage-peers/bootstrap_peers
+if [ -s "$PEERS_FILE" ]; then
+  BOOTSTRAP="bootstrap_peers = [$(sed 's/.*/"&"/' "$PEERS_FILE" | paste -sd, -)]"
+fi
 cat > /run/garage/garage.toml <<CONF
 metadata_dir = "/var/lib/garage/meta"
 data_dir = "/var/lib/garage/data"
@@ -13,6 +21,7 @@ replication_factor = ${GARAGE_REPLICATION_FACTOR:-3}
 rpc_bind_addr = "[::]:3901"
 rpc_public_addr = "${GARAGE_NODE_HOST}:3901"
 rpc_secret = "${GARAGE_RPC_SECRET}"
+${BOOTSTRAP}
 
 [s3_api]
 s3_region = "${GARAGE_S3_REGION:-us-east-1}"

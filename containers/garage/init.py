@@ -73,6 +73,10 @@ def main() -> int:
     ids = {host: wait_for(f"node {host}", lambda h=host: node_id(h)) for host in hosts}
     log("nodes " + ", ".join(f"{h}={i[:16]}" for h, i in ids.items()))
     first = hosts[0]
+    peers_file = os.environ.get("GARAGE_PEERS_FILE", "/var/lib/garage-peers/bootstrap_peers")
+    if os.path.isdir(os.path.dirname(peers_file)):  # read by every node's entrypoint on restart
+        with open(peers_file, "w", encoding="utf-8") as handle:
+            handle.write("".join(f"{ids[h]}@{h}:{RPC_PORT}\n" for h in hosts))
     peers = [f"{ids[h]}@{h}:{RPC_PORT}" for h in hosts[1:]]
     if peers:
         for result in call(first, "POST", "/v2/ConnectClusterNodes", peers):
