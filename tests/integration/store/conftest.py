@@ -143,7 +143,10 @@ def make_bucket(endpoint: str) -> str:
     import boto3
 
     name = f"pairlab-test-{os.getpid()}-{next(_bucket_numbers)}"
-    boto3.client("s3", endpoint_url=endpoint, region_name="us-east-1").create_bucket(Bucket=name)
+    # A fresh session: boto3's default one caches the first credentials it resolved, and
+    # the servers differ (moto takes any key, Garage only its own).
+    session = boto3.session.Session()
+    session.client("s3", endpoint_url=endpoint, region_name="us-east-1").create_bucket(Bucket=name)
     return name
 
 
@@ -173,4 +176,4 @@ def store_url(
 def s3_client(endpoint: str) -> Any:
     import boto3
 
-    return boto3.client("s3", endpoint_url=endpoint, region_name="us-east-1")
+    return boto3.session.Session().client("s3", endpoint_url=endpoint, region_name="us-east-1")
