@@ -73,7 +73,11 @@ start=$(date +%s)
 debootstrap --variant=minbase --include=python3 "$SUITE" "$ROOTFS" "$MIRROR" >&2
 # Keep the image small and reproducible-ish: no apt lists or caches.
 rm -rf "$ROOTFS"/var/lib/apt/lists/* "$ROOTFS"/var/cache/apt/*.bin "$ROOTFS"/var/cache/apt/archives/*.deb
+# Labels from the image registry (pairlab images build): "k=v k=v".
+LABEL_CHANGES=()
+for kv in ${PAIRLAB_IMAGE_LABELS:-}; do LABEL_CHANGES+=(--change "LABEL $kv"); done
 tar -C "$ROOTFS" -c . | docker import \
+  "${LABEL_CHANGES[@]}" \
   --change 'ENV LANG=C.UTF-8' \
   --change 'ENV PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin' \
   --change 'CMD ["/bin/bash"]' \

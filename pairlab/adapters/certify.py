@@ -210,7 +210,7 @@ def _check_runnable(profile: RunnerProfile, backend_name: str) -> CertifyCheck:
             return CertifyCheck(
                 name="image",
                 passed=False,
-                detail=f"image {profile.image} not present; build it with containers/build-images.sh",
+                detail=f"image {profile.image} not present; build it with `pairlab images build`",
             )
         return CertifyCheck(
             name="image", passed=True, detail=f"{profile.image} present ({image_id[:19]})"

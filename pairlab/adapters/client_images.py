@@ -215,26 +215,10 @@ def input_hash(
 
 
 def build_base_image() -> str:
-    """The local Debian base image (containers/base-image/build.sh; reused when present)."""
-    if _image_exists(DEFAULT_BASE_IMAGE):
-        return DEFAULT_BASE_IMAGE
-    script = REPO_ROOT / "containers" / "base-image" / "build.sh"
-    print(f"pairlab: building the base image {DEFAULT_BASE_IMAGE} (first use)", file=sys.stderr)
-    try:
-        result = subprocess.run(
-            ["bash", str(script)], stdout=subprocess.PIPE, stderr=sys.stderr, text=True, check=False
-        )
-    except FileNotFoundError as exc:
-        raise EnvironmentUnavailable(
-            "bash is needed to build the base image", reason=ReasonCode.DOCKER_UNAVAILABLE
-        ) from exc
-    tag = result.stdout.strip().splitlines()[-1] if result.stdout.strip() else ""
-    if result.returncode != 0 or not tag:
-        raise EnvironmentUnavailable(
-            f"the base image could not be built ({script} exited {result.returncode})",
-            reason=ReasonCode.DOCKER_UNAVAILABLE,
-        )
-    return tag
+    """The local Debian base image, through the image registry (built when absent)."""
+    from pairlab.adapters.images import build_images
+
+    return build_images(["base"])[0].tag
 
 
 def build_client_image(
@@ -244,8 +228,10 @@ def build_client_image(
     lock_path: Path = REPO_ROOT / "uv.lock",
     force: bool = False,
     log: Callable[[str], None] = lambda message: print(message, file=sys.stderr),
+    repository: str | None = None,
 ) -> BuiltImage:
-    """Build (or reuse) one client image; see the module docstring."""
+    """Build (or reuse) one client image; see the module docstring. ``repository``
+    overrides the table's (the image registry's prefix, ``pairlab.adapters.images``)."""
     if name not in CLIENT_IMAGES:
         raise InvalidInputError(
             f"unknown client image '{name}' (known: {', '.join(CLIENT_IMAGES)})",
@@ -260,7 +246,8 @@ def build_client_image(
     manifest = _manifest(image, cli, libraries)
     sources = intervention_sources()
     digest = input_hash(image, manifest, sources, _base_image_id(base_image))
-    tag, alias = f"{image.repository}:{version}-{digest}", f"{image.repository}:{version}"
+    repo = repository or image.repository
+    tag, alias = f"{repo}:{version}-{digest}", f"{repo}:{version}"
     if not force and _image_exists(tag):
         _docker(["tag", tag, alias])
         log(f"{tag} is up to date (inputs unchanged); {alias} points at it")

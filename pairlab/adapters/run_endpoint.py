@@ -244,45 +244,37 @@ class RunEndpoint:
 def ensure_client_image(profile: RunnerProfile) -> str:
     """The profile's client image, matching this code: built on first use, rebuilt when its
     inputs (the locked wheels, the intervention's sources, the Dockerfile) changed, else
-    reused in about a second (``client_images``). Returns the immutable input-hash tag the
-    run uses (another checkout re-pointing the alias meanwhile changes nothing). When the
-    inputs cannot be checked (no wheel cache and no network) an image already present is
-    used as named, with a warning."""
+    reused in about a second (the image registry, ``pairlab.adapters.images``). Returns the
+    immutable input-hash tag the run uses (another checkout re-pointing the alias meanwhile
+    changes nothing). When the inputs cannot be checked (no wheel cache and no network) an
+    image already present is used as named, with a warning."""
     from pairlab.adapters.backends.docker import image_present
-    from pairlab.adapters.client_images import (
-        CLIENT_IMAGES,
-        build_base_image,
-        build_client_image,
-    )
+    from pairlab.adapters.client_images import CLIENT_IMAGES
+    from pairlab.adapters.images import ensure_image, local_tag, spec_for_tag
 
     image = CLIENT_IMAGES.get(profile.client)
-    if image is None or not profile.image.startswith(f"{image.repository}:"):
+    spec = spec_for_tag(profile.image)
+    if spec is None:
+        if image is not None and profile.image.startswith(f"{image.repository}:"):
+            raise InvalidInputError(
+                f"containers/images.yaml builds {image.repository} at another version than the "
+                f"profile's {profile.image}: update the profile's image and version",
+                reason=ReasonCode.INVALID_PROFILE,
+            )
         if image_present(profile.image) is not None:
             return profile.image
         raise InvalidInputError(
             f"image {profile.image} is not present and pairlab does not know how to build it",
             reason=ReasonCode.NOT_FOUND,
         )
-    notes: list[str] = []
     try:
-        built = build_client_image(profile.client, base_image=build_base_image(), log=notes.append)
+        return ensure_image(profile.image)
     except EnvironmentUnavailable as exc:
-        if image_present(profile.image) is None:
+        present = local_tag(profile.image)
+        if exc.reason == ReasonCode.DOCKER_UNAVAILABLE or image_present(present) is None:
             raise
-        print(
-            f"pairlab: using the present {profile.image} unchecked ({exc.message})",
-            file=sys.stderr,
-        )
-        return profile.image
-    if not built.reused:
-        print(f"pairlab: built {built.tag} in {built.seconds:.0f} s", file=sys.stderr)
-    if built.alias != profile.image:
-        raise InvalidInputError(
-            f"the lock's {image.cli_wheel} builds {built.alias}, but the profile names "
-            f"{profile.image}: update the profile's image and version",
-            reason=ReasonCode.INVALID_PROFILE,
-        )
-    return built.tag
+        print(f"pairlab: using the present {present} unchecked ({exc.message})", file=sys.stderr)
+        return present
 
 
 def open_run_endpoint(

@@ -30,6 +30,8 @@ COMMAND_MODULES = (
     "store",
     "report",
     "emulator",
+    "images",
+    "stack",
 )
 
 app = typer.Typer(

@@ -35,10 +35,28 @@ def _quiet_prefect(console_level: str = "WARNING") -> None:
     os.environ.setdefault("PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS", "120")
 
 
+def _prepare_docker_images(profile: Any) -> None:
+    """Engine reachable and the episode image built (first use) before the flow starts, so
+    a missing engine or build prerequisite is one line and exit 3, never a flow traceback;
+    the flow then finds the images ready (``ensure_image`` remembers them)."""
+    from pairlab.adapters.backends.docker import connect, ensure_episode_image
+    from pairlab.adapters.real_clis import REAL_CLIS
+
+    connect().close()
+    if profile.client in REAL_CLIS:
+        from pairlab.adapters.run_endpoint import ensure_client_image
+
+        ensure_client_image(profile)
+    else:
+        ensure_episode_image(profile.image)
+
+
 def _run_eval(params: Any, *, show_progress: bool) -> dict[str, Any]:
     from pairlab.adapters.profiles import load_named_profile
 
-    load_named_profile(params.profile)  # an unknown or refused profile: exit 2, before any flow
+    profile = load_named_profile(params.profile)  # unknown or refused: exit 2, before any flow
+    if params.backend == "docker" and params.dispatch.mode == "in-process":
+        _prepare_docker_images(profile)
     _quiet_prefect()
     from pairlab.adapters import progress as progress_events
 

@@ -42,6 +42,8 @@ class ReasonCode(StrEnum):
     SECRET_FOUND = "secret-found"
     ENVIRONMENT_UNAVAILABLE = "environment-unavailable"
     DOCKER_UNAVAILABLE = "docker-unavailable"
+    BUILD_PREREQUISITE_MISSING = "build-prerequisite-missing"
+    STACK_UNHEALTHY = "stack-unhealthy"
     S3_UNAVAILABLE = "s3-unavailable"
     PREFECT_UNAVAILABLE = "prefect-unavailable"
     CERTIFICATION_FAILED = "certification-failed"

@@ -7,7 +7,19 @@ import os
 import tarfile
 from pathlib import Path
 
+import pytest
+
+from pairlab.adapters.backends import archive
 from pairlab.adapters.backends.archive import pack_dir, unpack_stream
+
+
+@pytest.fixture(autouse=True, params=["filters", "legacy"])
+def extraction(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every test with Python's extraction filters and with the checks pairlab runs itself
+    where they are missing (Debian 12's python3 3.11.2, the worker image's)."""
+    if request.param == "legacy":
+        monkeypatch.setattr(archive, "_HAS_FILTERS", False)
+        monkeypatch.setattr(archive, "_FILTER_ERRORS", (archive._Refused,))
 
 
 def _tar(entries: list[tuple[tarfile.TarInfo, bytes | None]]) -> bytes:

@@ -161,23 +161,37 @@ def test_compose_file_is_valid_and_has_the_full_stack() -> None:
     assert proc.returncode == 0, proc.stderr.decode(errors="replace")
     config = yaml.safe_load(proc.stdout)
     services = config["services"]
-    assert {"postgres", "prefect-server", "worker", "minio", "minio-init", "deploy"} <= set(
+    nodes = ("garage1", "garage2", "garage3")
+    assert {"postgres", "prefect-server", "worker", "garage-init", "deploy", *nodes} <= set(
         services
     )
-    for name in ("postgres", "prefect-server", "worker", "minio"):
+    for name in ("postgres", "prefect-server", "worker", *nodes):
         assert "healthcheck" in services[name], name
+    # only locally built images (containers/images.yaml), no registry
+    assert all(s["image"].startswith("pairlab/") for s in services.values()), services
+    assert all("build" not in s for s in services.values())
     assert (
         "postgresql+asyncpg://"
         in services["prefect-server"]["environment"]["PREFECT_API_DATABASE_CONNECTION_URL"]
     )
+    assert services["prefect-server"]["environment"]["PREFECT_SERVER_UI_V2_ENABLED"] == "false"
+    for node in nodes:
+        assert services[node]["environment"]["GARAGE_REPLICATION_FACTOR"] == "3"
+    init = services["garage-init"]
+    assert init["environment"]["GARAGE_NODES"] == ",".join(nodes)
     worker = services["worker"]
-    assert worker["build"]["dockerfile"] == "containers/worker/Dockerfile"
+    # the S3 key garage-init imports is the one the workers get, as standard AWS variables
+    for var in ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY"):
+        assert worker["environment"][var] == init["environment"][var]
+    assert worker["environment"]["AWS_ENDPOINT_URL_S3"] == "http://garage1:3900"
+    assert worker["depends_on"]["garage-init"]["condition"] == "service_completed_successfully"
     mounts = [
         f"{v['source']}:{v['target']}" if isinstance(v, dict) else str(v) for v in worker["volumes"]
     ]
     assert any("/var/run/docker.sock" in m for m in mounts)
     assert any("/srv/pairlab/work:/srv/pairlab/work" in m for m in mounts)  # same path both sides
-    assert "mc mb --ignore-existing local/pairlab" in " ".join(services["minio-init"]["entrypoint"])
-    assert {"postgres-data", "minio-data"} <= set(config["volumes"])
+    assert {"postgres-data", "garage1-data", "garage2-data", "garage3-data"} <= set(
+        config["volumes"]
+    )
     dockerfile = (REPO_ROOT / "containers" / "worker" / "Dockerfile").read_text(encoding="utf-8")
     assert "ARG BASE_IMAGE" in dockerfile and "uv sync --frozen" in dockerfile

@@ -8,11 +8,68 @@ extracted, and ownership is reset to the collecting user.
 
 from __future__ import annotations
 
+import copy
 import io
 import os
 import tarfile
 from collections.abc import Collection, Iterable
 from pathlib import Path
+from typing import Any
+
+# Python's extraction filters (PEP 706) arrived in 3.11.4. Debian 12's own python3 is
+# 3.11.2 (the worker image's interpreter, episodes on the Docker backend from a worker):
+# there the same checks run from _legacy_data_filter below.
+_HAS_FILTERS = hasattr(tarfile, "data_filter")
+
+
+class _Refused(Exception):
+    pass
+
+
+_FILTER_ERRORS: tuple[type[Exception], ...] = (
+    (_Refused, tarfile.FilterError) if _HAS_FILTERS else (_Refused,)
+)
+
+
+def _inside(dest: str, target: str) -> bool:
+    root = os.path.realpath(dest)
+    return os.path.commonpath([root, os.path.realpath(target)]) == root
+
+
+def _legacy_data_filter(member: tarfile.TarInfo, dest: str) -> tarfile.TarInfo:
+    """What ``tarfile.data_filter`` refuses and changes, for interpreters without it."""
+    name = member.name
+    if name.startswith(("/", os.sep)) or ".." in name.split("/"):
+        raise _Refused(name)
+    if not _inside(dest, os.path.join(dest, name)):
+        raise _Refused(name)
+    if member.isdev() or member.isfifo():
+        raise _Refused(name)
+    if member.issym():
+        link = member.linkname
+        if os.path.isabs(link) or not _inside(
+            dest, os.path.join(dest, os.path.dirname(name), link)
+        ):
+            raise _Refused(name)
+    if member.islnk() and (
+        os.path.isabs(member.linkname) or not _inside(dest, os.path.join(dest, member.linkname))
+    ):
+        raise _Refused(name)
+    checked = copy.copy(member)
+    if member.isreg() or member.islnk():
+        checked.mode = (member.mode & 0o755) | 0o600  # no setuid/setgid/sticky, owner rw
+    elif member.isdir():
+        checked.mode = (member.mode & 0o755) | 0o700
+    return checked
+
+
+def _replace(member: tarfile.TarInfo, **changes: Any) -> tarfile.TarInfo:
+    if _HAS_FILTERS:
+        return member.replace(**changes, deep=False)
+    changed = copy.copy(member)
+    for key, value in changes.items():
+        setattr(changed, key, value)
+    return changed
 
 
 def pack_dir(root: Path, *, uid: int, gid: int) -> bytes:
@@ -90,17 +147,26 @@ def unpack_stream(
                     skipped.append(original)
                     return None
                 changes["linkname"] = target
-            member = member.replace(**changes, deep=False)  # type: ignore[arg-type]
+            member = _replace(member, **changes)
         if include is not None and member.name.split("/", 1)[0] not in include:
             return None
         try:
-            checked = tarfile.data_filter(member, path)
-        except tarfile.FilterError:
+            if _HAS_FILTERS:
+                checked = tarfile.data_filter(member, path)
+            else:
+                checked = _legacy_data_filter(member, path)
+        except _FILTER_ERRORS:
             skipped.append(original)
             return None
-        return checked.replace(uid=uid, gid=gid, uname="", gname="", deep=False)
+        return _replace(checked, uid=uid, gid=gid, uname="", gname="")
 
     stream = io.BufferedReader(_ChunkReader(chunks), buffer_size=1 << 20)
     with tarfile.open(fileobj=stream, mode="r|") as tar:
-        tar.extractall(dest, filter=safe)
+        if _HAS_FILTERS:
+            tar.extractall(dest, filter=safe)
+        else:
+            for member in tar:
+                kept = safe(member, str(dest))
+                if kept is not None:
+                    tar.extract(kept, dest, set_attrs=not kept.issym())
     return skipped

@@ -119,7 +119,7 @@ def call_docker(what: str, fn: Callable[[], T]) -> T:
         return fn()
     except docker.errors.ImageNotFound as exc:
         raise ExecutionError(
-            f"{what}: image not found ({exc.explanation}); build it with containers/build-images.sh",
+            f"{what}: image not found ({exc.explanation}); build it with `pairlab images build`",
             reason=ReasonCode.NOT_FOUND,
         ) from exc
     except requests.exceptions.ConnectionError as exc:
@@ -128,6 +128,15 @@ def call_docker(what: str, fn: Callable[[], T]) -> T:
         ) from exc
     except docker.errors.DockerException as exc:
         raise ExecutionError(f"{what}: {exc}", reason=ReasonCode.EXECUTION_FAILED) from exc
+
+
+def ensure_episode_image(image: str) -> str:
+    """The local image to run for a profile's ``image``: built through the image registry
+    on first use (``pairlab.adapters.images``: base image included; progress on stderr),
+    reused afterwards. Build failures are PairlabErrors (a missing prerequisite: exit 3)."""
+    from pairlab.adapters.images import ensure_image
+
+    return ensure_image(image)
 
 
 def owner_label() -> str:
@@ -304,7 +313,7 @@ class DockerBackend:
             )
         profile = spec.profile
         sub = workspace_subdir(spec)
-        image = profile.image
+        image = ensure_episode_image(profile.image)
         call_docker(f"image {image}", lambda: self.client.images.get(image))
         digest = hashlib.sha256(spec.episode_id.encode()).hexdigest()[:10]
         token = random_tokens.token_hex(3)

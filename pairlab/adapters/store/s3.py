@@ -1,4 +1,4 @@
-"""S3-compatible object storage through boto3 (AWS S3, MinIO-like servers, moto).
+"""S3-compatible object storage through boto3 (AWS S3, Garage, MinIO-like servers, moto).
 
 Standard AWS configuration applies: profiles (``AWS_PROFILE``), credentials from
 the environment or config files, ``AWS_ENDPOINT_URL`` / ``AWS_ENDPOINT_URL_S3``
@@ -127,6 +127,13 @@ class S3Store:
         retry_config: dict[str, Any] = {"mode": "standard"}
         if max_attempts is not None:
             retry_config["max_attempts"] = max_attempts
+        # boto3's current defaults are kept on purpose: request_checksum_calculation and
+        # response_checksum_validation "when_supported" (botocore >= 1.36: CRC32 checksums,
+        # aws-chunked uploads with trailing checksums on PutObject/UploadPart). Garage 2.5
+        # (the stack's store) and moto accept them; the whole store contract, multipart
+        # above the threshold included, runs against both (tests/integration/store). A
+        # server that refuses aws-chunked uploads (older MinIO-likes) needs
+        # AWS_REQUEST_CHECKSUM_CALCULATION=when_required, which botocore reads itself.
         config = Config(
             retries=retry_config,  # type: ignore[arg-type]
             s3={"addressing_style": resolve_addressing(endpoint_url, addressing)},

@@ -18,7 +18,7 @@ from pairlab.adapters.store.base import Store
 from pairlab.adapters.store.runs import list_runs, pull_run
 from pairlab.core.errors import PublishError, ReasonCode
 from pairlab.core.manifest import MANIFEST_NAME
-from tests.integration.store.conftest import FAST_S3_OPTIONS, s3_client
+from tests.integration.store.conftest import FAST_S3_OPTIONS, S3Server, s3_client
 from tests.integration.store.run_dirs import snapshot, write_eval_run, write_trial_run
 from tests.support import cli_exit
 
@@ -134,14 +134,14 @@ def test_trial_manifest_records_approval_and_verdict(store_url: str, tmp_path: P
 
 @pytest.mark.s3
 def test_corrupted_object_on_server_is_refused(
-    s3_url: str, moto_endpoint: str, tmp_path: Path
+    s3_url: str, s3_server: S3Server, tmp_path: Path
 ) -> None:
     run_dir = write_eval_run(tmp_path / "local", "eval-005")
     store = _open(s3_url)
     manifest = publish_run(run_dir, store)
     bucket, _, prefix = s3_url[len("s3://") :].partition("/")
     key = f"{prefix}/runs/eval-005/episodes.jsonl"
-    client = s3_client(moto_endpoint)
+    client = s3_client(s3_server.endpoint)
     old = client.head_object(Bucket=bucket, Key=key)["Metadata"]
     # Different bytes, same size, metadata still claiming the old hash.
     original = (run_dir / "episodes.jsonl").read_bytes()

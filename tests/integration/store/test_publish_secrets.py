@@ -20,7 +20,7 @@ from pairlab.adapters.publish import publish_run
 from pairlab.adapters.store import open_store
 from pairlab.cli import main
 from pairlab.core.errors import PublishError, ReasonCode
-from tests.integration.store.conftest import FAST_S3_OPTIONS, s3_client
+from tests.integration.store.conftest import FAST_S3_OPTIONS, S3Server, s3_client
 from tests.integration.store.run_dirs import snapshot, tiny_png, write_trial_run
 
 PEM_BODY = "MIIEowIBAAKCAQEA7bq9PlantedPrivateKeyBody0123456789abcdefXYZ"
@@ -167,7 +167,7 @@ def _leaks(objects: dict[str, bytes]) -> list[tuple[str, str]]:
 
 @pytest.mark.s3
 def test_planted_secrets_are_redacted_and_counted(
-    s3_url: str, moto_endpoint: str, tmp_path: Path
+    s3_url: str, s3_server: S3Server, tmp_path: Path
 ) -> None:
     run_dir, expected = write_run_with_secrets(tmp_path / "local")
     before = snapshot(run_dir)
@@ -175,7 +175,7 @@ def test_planted_secrets_are_redacted_and_counted(
 
     manifest = publish_run(run_dir, open_store(s3_url, **FAST_S3_OPTIONS), policy="redact")
 
-    stored = _stored_objects(moto_endpoint, s3_url)
+    stored = _stored_objects(s3_server.endpoint, s3_url)
     assert len(stored) == len(before) + 1  # every object, plus the manifest
     assert _leaks(stored) == []
     assert manifest.redaction.findings_by_kind == dict(sorted(expected.items()))
@@ -196,7 +196,7 @@ def test_planted_secrets_are_redacted_and_counted(
 
 @pytest.mark.s3
 def test_refuse_policy_uploads_nothing(
-    s3_url: str, moto_endpoint: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    s3_url: str, s3_server: S3Server, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     run_dir, _ = write_run_with_secrets(tmp_path / "local")
     with pytest.raises(PublishError) as caught:
@@ -204,13 +204,13 @@ def test_refuse_policy_uploads_nothing(
     assert caught.value.reason == ReasonCode.SECRET_FOUND
     assert "transcript.jsonl" in caught.value.message
     assert "anthropic-api-key" in caught.value.message
-    assert _stored_objects(moto_endpoint, s3_url) == {}
+    assert _stored_objects(s3_server.endpoint, s3_url) == {}
 
     with pytest.raises(SystemExit) as exited:
         main(["publish", str(run_dir), "--to", s3_url, "--on-secret", "refuse", "--json"])
     assert exited.value.code == 1
     assert json.loads(capsys.readouterr().out)["reason_code"] == "secret-found"
-    assert _stored_objects(moto_endpoint, s3_url) == {}
+    assert _stored_objects(s3_server.endpoint, s3_url) == {}
 
 
 def test_secret_in_binary_object_refuses_even_when_redacting(tmp_path: Path) -> None:

@@ -19,7 +19,7 @@ import pytest
 from flows.evidence_eval import evidence_eval
 from flows.params import EvidenceEvalParams
 from pairlab.adapters.trial_inputs import open_sim_account
-from tests.integration.store.conftest import s3_client
+from tests.integration.store.conftest import S3Server, s3_client
 from tests.support import pairlab_argv
 
 pytestmark = [pytest.mark.s3, pytest.mark.prefect, pytest.mark.e2e]
@@ -43,7 +43,7 @@ def _report(*args: str) -> bytes:
 
 def test_report_from_a_pulled_s3_run_is_byte_for_byte_the_published_one(
     prefect_harness: None,
-    moto_endpoint: str,
+    s3_server: S3Server,
     s3_url: str,
     tmp_path: Path,
     monkeypatch: pytest.MonkeyPatch,
@@ -82,7 +82,7 @@ def test_report_from_a_pulled_s3_run_is_byte_for_byte_the_published_one(
     assert (staged / "quota-intervals.jsonl").read_text().count("\n") == 8
 
     published = {
-        name: _object(moto_endpoint, s3_url, f"runs/{run_id}/{name}")
+        name: _object(s3_server.endpoint, s3_url, f"runs/{run_id}/{name}")
         for name in ("report.json", "report.html", "report.md")
     }
     for name, data in published.items():  # the original as the run wrote it

@@ -1,0 +1,503 @@
+"""The team stack for real (issue 20): infra/compose.yaml from local images only, with
+`pairlab stack up|status|down`, an eval through its workers, Garage as the store, faults.
+
+One stack for the module, under its own compose project, state directory, work dir and
+host ports (never a stack a user runs): PostgreSQL, the Prefect server, a 3-node Garage
+(replication factor 3), three worker containers with ``--limit 1`` (the eval's own flow
+run holds one, so its pairs run on the two others). The images are built (or reused by
+input hash) by ``stack up`` itself.
+
+Shows: the stack comes up healthy from no container; an evidence-eval deployment
+triggered through the server's API runs its pairs on two worker containers with the
+episodes on the Docker backend through the host socket, no episode missing or twice,
+the records equal to an in-process run of the same plan and seed; the run is published
+to Garage and `pairlab pull` gets it back verified. Faults: one Garage node stopped while
+publishing (writes still succeed, the manifest last), the whole store unreachable
+(incomplete, never pulled; a retry completes it), a worker container killed mid-pair
+(re-dispatched, every episode once), PostgreSQL restarted mid-run (the run finishes or
+fails clearly; the same run id re-run completes without duplicates).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from flows.episode_attempt import read_execution_log
+from pairlab.adapters.garage import garage_binary
+from pairlab.adapters.stack import read_env_file
+from tests.support import REPO_ROOT, require
+
+pytestmark = [
+    pytest.mark.docker,
+    pytest.mark.prefect,
+    pytest.mark.e2e,
+    pytest.mark.slow,
+    pytest.mark.stack,
+    pytest.mark.timeout(3600),
+]
+
+PAIRLAB = Path(sys.executable).parent / "pairlab"
+TASKS = ["fix-median", "answer-cache-env"]
+ARMS = ["baseline", "optimizer"]
+LIMIT = "pairlab-episodes-stacktest"
+TIMINGS: dict[str, float] = {}
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+@dataclass
+class Stack:
+    root: Path
+    work: Path
+    env: dict[str, str]  # for pairlab stack / docker compose
+    project: str
+
+    @property
+    def api(self) -> str:
+        return f"http://127.0.0.1:{self.env['PAIRLAB_UI_PORT']}/api"
+
+    def s3_env(self) -> dict[str, str]:
+        """The host's view of the stack's store (the s3.env that `stack up` writes)."""
+        values = read_env_file(self.root / "state" / "s3.env")
+        return {**os.environ, **{k: v for k, v in values.items() if k != "PAIRLAB_STORE"}}
+
+    def container(self, service: str, index: int = 1) -> str:
+        return f"{self.project}_{service}_{index}"
+
+    def containers(self, service: str) -> list[str]:
+        out = _docker(
+            "ps",
+            "-a",
+            "--filter",
+            f"label=com.docker.compose.project={self.project}",
+            "--filter",
+            f"label=com.docker.compose.service={service}",
+            "--format",
+            "{{.Names}}",
+        )
+        return sorted(out.split())
+
+
+def _docker(*args: str, check: bool = True) -> str:
+    proc = subprocess.run(["docker", *args], capture_output=True, text=True, timeout=300)
+    if check:
+        assert proc.returncode == 0, f"docker {args}: {proc.stderr[-2000:]}"
+    return proc.stdout
+
+
+def _pairlab(
+    args: list[str], env: dict[str, str], timeout: float = 1800
+) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [str(PAIRLAB), *args],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        check=False,
+        cwd=REPO_ROOT,
+    )
+
+
+def _compose_available() -> bool:
+    if shutil.which("docker-compose"):
+        return True
+    return subprocess.run(["docker", "compose", "version"], capture_output=True).returncode == 0
+
+
+@pytest.fixture(scope="module")
+def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
+    docker_ok = shutil.which("docker") is not None and (
+        subprocess.run(["docker", "version"], capture_output=True).returncode == 0
+    )
+    require(docker_ok, "Docker engine")
+    require(_compose_available(), "docker compose (plugin) or docker-compose")
+    require(
+        garage_binary().is_file(), f"the Garage binary {garage_binary()} (scripts/build-garage.sh)"
+    )
+    root = tmp_path_factory.mktemp("stack")
+    project = f"pairlabtest{os.getpid()}"
+    env = {
+        **os.environ,
+        "PAIRLAB_STACK_PROJECT": project,
+        "PAIRLAB_STACK_DIR": str(root / "state"),
+        "PAIRLAB_WORK_DIR": str(root / "work"),
+        "PAIRLAB_UI_PORT": str(_free_port()),
+        "PAIRLAB_S3_PORT": str(_free_port()),
+        "PAIRLAB_WORKER_LIMIT": "1",
+        "PREFECT_FLOWS_HEARTBEAT_FREQUENCY": "30",
+        "PAIRLAB_ZOMBIE_AFTER_S": "75",
+    }
+    started = time.monotonic()
+    up = _pairlab(["stack", "up", "--workers", "3", "--json"], env)
+    TIMINGS["stack_up_s"] = time.monotonic() - started
+    stack = Stack(root, root / "work", env, project)
+    try:
+        assert up.returncode == 0, up.stdout[-3000:] + up.stderr[-6000:]
+        yield stack
+    finally:
+        if os.environ.get("PAIRLAB_KEEP_STACK") != "1":
+            _pairlab(["stack", "down", "--volumes"], env, timeout=300)
+        print(f"\nstack timings: {json.dumps({k: round(v, 1) for k, v in TIMINGS.items()})}")
+
+
+def test_stack_up_is_healthy_with_three_garage_nodes(stack: Stack) -> None:
+    status = _pairlab(["stack", "status", "--json"], stack.env)
+    assert status.returncode == 0, status.stdout + status.stderr
+    report = json.loads(status.stdout)
+    by_service: dict[str, list[dict[str, Any]]] = {}
+    for row in report["services"]:
+        by_service.setdefault(row["service"], []).append(row)
+    assert all(row["ready"] for row in report["services"]), report
+    assert len(by_service["worker"]) == 3
+    assert {"postgres", "prefect-server", "garage1", "garage2", "garage3"} <= set(by_service)
+    assert by_service["garage-init"][0]["exit_code"] == 0
+    assert report["endpoints"]["ui"].endswith(stack.env["PAIRLAB_UI_PORT"])
+    # every image is local: no service runs an image from a registry
+    for name in (
+        stack.containers("garage1") + stack.containers("postgres") + stack.containers("worker")
+    ):
+        image = _docker("inspect", "--format", "{{.Config.Image}}", name).strip()
+        assert image.startswith("pairlab/"), (name, image)
+    layout = _docker(
+        "exec", stack.containers("garage1")[0], "garage", "-c", "/run/garage/garage.toml", "status"
+    )
+    assert layout.count("garage") >= 3 and "HEALTHY NODES" in layout, layout
+    # the UI is served with the v1 UI setting (no external requests)
+    import urllib.request
+
+    with urllib.request.urlopen(stack.api.removesuffix("/api") + "/", timeout=10) as page:
+        assert page.status == 200
+
+
+def _eval_params(
+    stack: Stack, run_id: str, *, work: Path, store: str, dispatch: bool
+) -> dict[str, Any]:
+    params: dict[str, Any] = {
+        "task_filter": TASKS,
+        "arms": ARMS,
+        "repetitions": 1,
+        "profile": "sim",
+        "backend": "docker",
+        "seed": 11,
+        "concurrency": 2,
+        "run_id": run_id,
+        "work_dir": str(work),
+        "store": store,
+    }
+    if dispatch:
+        params["dispatch"] = {
+            "mode": "work-pool",
+            "deployment": "run-pair/run-pair",
+            "episode_limit": LIMIT,
+            "episode_limit_slots": 2,
+            "lease_s": 60,
+            "redispatch": 1,
+            "poll_s": 1,
+        }
+    return params
+
+
+TRIGGER = """
+import json, sys
+from prefect.deployments import run_deployment
+run = run_deployment("evidence-eval/evidence-eval", parameters={"params": json.loads(sys.argv[1])},
+                     timeout=float(sys.argv[2]))
+print("RESULT " + json.dumps({"id": str(run.id), "state": run.state.type.value if run.state else None,
+                              "message": run.state.message if run.state else None}))
+"""
+
+
+def _trigger(stack: Stack, params: dict[str, Any], timeout_s: float = 1500) -> dict[str, Any]:
+    """An evidence-eval flow run created through the server's API, waited for."""
+    env = {**os.environ, "PREFECT_API_URL": stack.api, "PREFECT_LOGGING_LEVEL": "WARNING"}
+    proc = subprocess.run(
+        [sys.executable, "-c", TRIGGER, json.dumps(params), str(timeout_s)],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=timeout_s + 120,
+        cwd=REPO_ROOT,
+    )
+    assert proc.returncode == 0, proc.stderr[-4000:]
+    line = next(ln for ln in reversed(proc.stdout.splitlines()) if ln.startswith("RESULT "))
+    result: dict[str, Any] = json.loads(line[len("RESULT ") :])
+    return result
+
+
+def _records(episodes: Path) -> dict[str, dict[str, Any]]:
+    return {
+        (rec := json.loads(p.read_text()))["episodeId"]: rec
+        for p in sorted(episodes.glob("*/record.json"))
+    }
+
+
+def _outcome(rec: dict[str, Any]) -> tuple[Any, ...]:
+    checks = sorted((c["name"], c["passed"]) for c in rec["graderChecks"])
+    usage = ("uncachedInputTokens", "cachedInputTokens", "outputTokens", "totalTokens", "apiCalls")
+    return (*(rec[f] for f in usage), rec["success"], rec["correct"], rec["exitCode"], checks)
+
+
+def _in_process(stack: Stack, run_id: str) -> dict[str, dict[str, Any]]:
+    work = stack.root / "reference"
+    params = _eval_params(stack, run_id, work=work, store=str(work / "store"), dispatch=False)
+    code = (
+        "import json, sys\nfrom flows.params import EvidenceEvalParams\n"
+        "from flows.evidence_eval import evidence_eval\n"
+        "r = evidence_eval(EvidenceEvalParams(**json.loads(sys.argv[1])))\n"
+        "print('RESULT ' + json.dumps({'episodes': r['episodes']}))\n"
+    )
+    env = {k: v for k, v in os.environ.items() if k != "PREFECT_API_URL"}
+    proc = subprocess.run(
+        [sys.executable, "-c", code, json.dumps(params)],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=1500,
+        cwd=REPO_ROOT,
+    )
+    assert proc.returncode == 0, proc.stderr[-4000:]
+    return _records(work / "runs" / run_id / "episodes")
+
+
+def test_eval_through_two_workers_equals_in_process_and_pulls_back_from_garage(
+    stack: Stack, tmp_path: Path
+) -> None:
+    run_id = "stack-eval"
+    started = time.monotonic()
+    result = _trigger(
+        stack,
+        _eval_params(stack, run_id, work=stack.work, store="s3://pairlab/runs", dispatch=True),
+    )
+    TIMINGS["eval_8_episodes_s"] = time.monotonic() - started
+    assert result["state"] == "COMPLETED", result
+    episodes = stack.work / "runs" / run_id / "episodes"
+    records = _records(episodes)
+    assert len(records) == len(TASKS) * len(ARMS)  # none missing
+    pair_workers: dict[str, set[str]] = {}
+    for episode_id, rec in records.items():
+        log = read_execution_log(episodes / episode_id)
+        assert [e["event"] for e in log] == ["start", "end"], log  # ran once
+        assert log[0]["limit"] == LIMIT
+        pair_workers.setdefault(rec["pairId"], set()).add(log[0]["worker"])
+    assert all(len(ws) == 1 for ws in pair_workers.values()), pair_workers  # a pair, one worker
+    all_workers = set().union(*pair_workers.values())
+    assert len(all_workers) == 2, pair_workers  # two worker containers ran the pairs
+    reference = _in_process(stack, run_id)
+    assert set(reference) == set(records)
+    for episode_id, rec in records.items():
+        assert _outcome(rec) == _outcome(reference[episode_id]), episode_id
+
+    dest = tmp_path / "pulled"
+    pulled = _pairlab(
+        ["pull", f"s3://pairlab/runs/runs/{run_id}", "--to", str(dest), "--json"], stack.s3_env()
+    )
+    assert pulled.returncode == 0, pulled.stdout + pulled.stderr
+    out = json.loads(pulled.stdout)
+    assert out["downloaded"] == out["objects"] > 0
+    staged = stack.work / "runs" / run_id
+    assert (dest / "report.json").read_bytes() == (staged / "report.json").read_bytes()
+
+
+# --- faults ------------------------------------------------------------------------------
+
+
+class HookedStore:
+    """The S3 store with every write recorded, and ``hook`` called before the Nth one."""
+
+    def __init__(self, inner: Any, at: int, hook: Any) -> None:
+        self.inner, self.at, self.hook = inner, at, hook
+        self.written: list[str] = []
+
+    def _before(self, key: str) -> None:
+        if len(self.written) == self.at:
+            self.hook()
+        self.written.append(key)
+
+    def put_file(self, key: str, path: Path, *, sha256: str) -> None:
+        self._before(key)
+        self.inner.put_file(key, path, sha256=sha256)
+
+    def put_bytes(self, key: str, data: bytes) -> None:
+        self._before(key)
+        self.inner.put_bytes(key, data)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.inner, name)
+
+
+def _use_stack_s3(stack: Stack, monkeypatch: pytest.MonkeyPatch) -> None:
+    for name, value in stack.s3_env().items():
+        if name.startswith("AWS_") or name.startswith("PAIRLAB_S3"):
+            monkeypatch.setenv(name, value)
+    monkeypatch.delenv("AWS_ENDPOINT_URL", raising=False)
+
+
+def _wait_garage_healthy(stack: Stack, timeout_s: float = 120) -> None:
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        status = _pairlab(["stack", "status", "--json"], stack.env, timeout=60)
+        rows = json.loads(status.stdout)["services"] if status.stdout.strip() else []
+        garage = [
+            r for r in rows if r["service"].startswith("garage") and r["service"] != "garage-init"
+        ]
+        if len(garage) == 3 and all(r["ready"] for r in garage):
+            return
+        time.sleep(2)
+    raise AssertionError("Garage did not come back healthy")
+
+
+def test_one_garage_node_stopped_while_publishing(
+    stack: Stack, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from pairlab.adapters.publish import publish_run
+    from pairlab.adapters.store import open_store
+    from pairlab.adapters.store.runs import list_runs, pull_run
+    from tests.integration.store.run_dirs import write_eval_run
+
+    _use_stack_s3(stack, monkeypatch)
+    node = stack.containers("garage3")[0]  # not the endpoint node: the cluster serves on
+    run_dir = write_eval_run(tmp_path / "local", "fault-node")
+    store = HookedStore(open_store("s3://pairlab/faults-node"), 2, lambda: _docker("stop", node))
+    try:
+        manifest = publish_run(run_dir, store)  # type: ignore[arg-type]
+    finally:
+        _docker("start", node)
+    assert store.written[-1] == "runs/fault-node/manifest.json"  # the manifest last
+    assert len(store.written) == len(manifest.objects) + 1
+    [row] = list_runs(open_store("s3://pairlab/faults-node"))
+    assert row.status == "complete"
+    pull_run(open_store("s3://pairlab/faults-node"), "fault-node", tmp_path / "pulled")
+    _wait_garage_healthy(stack)
+
+
+def test_store_unreachable_while_publishing_then_retry_completes(
+    stack: Stack, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from pairlab.adapters.publish import publish_run
+    from pairlab.adapters.store import open_store
+    from pairlab.adapters.store.runs import list_runs, pull_run
+    from pairlab.core.errors import EnvironmentUnavailable, PublishError, ReasonCode
+    from tests.integration.store.conftest import FAST_S3_OPTIONS
+    from tests.integration.store.run_dirs import write_eval_run
+
+    _use_stack_s3(stack, monkeypatch)
+    nodes = [stack.containers(f"garage{i}")[0] for i in (1, 2, 3)]
+    url = "s3://pairlab/faults-down"
+    run_dir = write_eval_run(tmp_path / "local", "fault-down")
+    store = HookedStore(
+        open_store(url, **FAST_S3_OPTIONS), 3, lambda: _docker("stop", "-t", "2", *nodes)
+    )
+    try:
+        with pytest.raises(EnvironmentUnavailable) as caught:
+            publish_run(run_dir, store)  # type: ignore[arg-type]
+        assert caught.value.reason == ReasonCode.S3_UNAVAILABLE
+    finally:
+        _docker("start", *nodes)
+    _wait_garage_healthy(stack)
+    [row] = list_runs(open_store(url))
+    assert row.status == "incomplete"  # three objects, no manifest
+    with pytest.raises(PublishError) as refused:
+        pull_run(open_store(url), "fault-down", tmp_path / "never")
+    assert refused.value.reason == ReasonCode.RUN_INCOMPLETE
+    retry = _pairlab(["publish", str(run_dir), "--to", url, "--json"], stack.s3_env())
+    assert retry.returncode == 0, retry.stderr[-3000:]
+    out = json.loads(retry.stdout)
+    assert out["status"] == "complete" and out["skipped"] >= 3  # resumed, nothing twice
+    pull_run(open_store(url), "fault-down", tmp_path / "pulled")
+
+
+def _start_trigger(stack: Stack, params: dict[str, Any], log: Path) -> subprocess.Popen[bytes]:
+    env = {**os.environ, "PREFECT_API_URL": stack.api, "PREFECT_LOGGING_LEVEL": "WARNING"}
+    with log.open("wb") as out:
+        return subprocess.Popen(
+            [sys.executable, "-c", TRIGGER, json.dumps(params), "1500"],
+            env=env,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            cwd=REPO_ROOT,
+        )
+
+
+def _result_of(proc: subprocess.Popen[bytes], log: Path) -> dict[str, Any]:
+    proc.wait(timeout=1700)
+    text = log.read_text(errors="replace")
+    line = next((ln for ln in reversed(text.splitlines()) if ln.startswith("RESULT ")), None)
+    assert line is not None, text[-4000:]
+    result: dict[str, Any] = json.loads(line[len("RESULT ") :])
+    return result
+
+
+def _wait_started_episode(episodes: Path, timeout_s: float = 600) -> dict[str, Any]:
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        for path in sorted(episodes.glob("*/execution.jsonl")):
+            log = read_execution_log(path.parent)
+            if log and log[-1]["event"] == "start":
+                return log[-1]
+        time.sleep(0.5)
+    raise AssertionError("no episode started")
+
+
+def _assert_each_episode_once(episodes: Path, expected: int) -> None:
+    records = _records(episodes)
+    assert len(records) == expected, sorted(records)
+    for episode_id in records:
+        events = [e["event"] for e in read_execution_log(episodes / episode_id)]
+        assert events.count("end") == 1, (episode_id, events)
+
+
+def test_worker_killed_mid_pair_is_redispatched_and_completes_once(
+    stack: Stack, tmp_path: Path
+) -> None:
+    run_id = "stack-kill"
+    params = _eval_params(
+        stack, run_id, work=stack.work, store=str(stack.work / "store"), dispatch=True
+    )
+    proc = _start_trigger(stack, params, tmp_path / "trigger.log")
+    episodes = stack.work / "runs" / run_id / "episodes"
+    victim = _wait_started_episode(episodes)
+    started = time.monotonic()
+    _docker("kill", victim["worker"])  # the worker name is its container's host name (id)
+    result = _result_of(proc, tmp_path / "trigger.log")
+    TIMINGS["kill_recovery_s"] = time.monotonic() - started
+    assert result["state"] == "COMPLETED", result
+    _assert_each_episode_once(episodes, len(TASKS) * len(ARMS))
+    _docker("start", victim["worker"], check=False)  # back to three workers
+
+
+def test_postgres_restarted_mid_run_then_same_run_id_completes_without_duplicates(
+    stack: Stack, tmp_path: Path
+) -> None:
+    run_id = "stack-pg"
+    params = _eval_params(
+        stack, run_id, work=stack.work, store=str(stack.work / "store"), dispatch=True
+    )
+    proc = _start_trigger(stack, params, tmp_path / "first.log")
+    episodes = stack.work / "runs" / run_id / "episodes"
+    _wait_started_episode(episodes)
+    _docker("restart", "-t", "5", stack.containers("postgres")[0])
+    first = _result_of(proc, tmp_path / "first.log")
+    TIMINGS["postgres_restart_first_state"] = 1.0 if first["state"] == "COMPLETED" else 0.0
+    # the run finishes, or fails clearly (a final state, never a hang)
+    assert first["state"] in {"COMPLETED", "FAILED", "CRASHED"}, first
+    if first["state"] != "COMPLETED":
+        second = _trigger(stack, params)
+        assert second["state"] == "COMPLETED", second
+    _assert_each_episode_once(episodes, len(TASKS) * len(ARMS))
