@@ -208,7 +208,13 @@ def test_the_fresh_codex_home_is_what_keeps_the_user_agents_md_out(tmp_path: Pat
 def test_claude_flags_cover_the_host_config_even_without_a_fresh_home(tmp_path: Path) -> None:
     allow = ("HOME", "CLAUDE_CONFIG_DIR")
     code, report = certify_edited(tmp_path / "a", "claude", without_flag(allow=allow))
-    assert code == 0, checks_of(entry_of(report))
+    checks = checks_of(entry_of(report))
+    # Isolation holds with the host HOME. The lifecycle checks read the CLI's transcript from
+    # the episode's HOME; with the host HOME it is written elsewhere, so they rightly fail
+    # (client call id missing) -- and nothing else may.
+    failed = {name for name, check in checks.items() if not check["passed"]}
+    assert all(name.startswith("lifecycle") for name in failed), checks
+    assert all(c["passed"] for n, c in checks.items() if n.startswith("isolation")), checks
     code, report = certify_edited(
         tmp_path / "b", "claude", without_flag(["--setting-sources", ""], allow=allow)
     )

@@ -206,7 +206,7 @@ def test_codex_starts_the_server_from_the_treated_arm_flags(tmp_path: Path) -> N
 
 
 def test_codex_starts_the_server_from_the_seeded_config_toml(tmp_path: Path) -> None:
-    env, workspace, trace = _episode(tmp_path, "full")
+    env, workspace, trace = _episode(tmp_path, "optimizer")
     write_codex_config(Path(env["CODEX_HOME"]))
     result = _run(_codex_argv([]), env, workspace)
     assert result.returncode == 1, result.stdout
