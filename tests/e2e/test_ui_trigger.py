@@ -158,7 +158,9 @@ def test_trigger_eval_from_the_ui_and_follow_it(prefect_server: Any, tmp_path: P
                 _field(page, "Min Pairs").locator("input").fill("2")
                 _field(page, "Run Id").locator("textarea, input").first.fill(RUN_ID)
                 page.get_by_role("button", name="Submit").click()
-                page.wait_for_url(re.compile(r"/deployment/[^/?]+(\?|$)"), wait_until="commit")
+                page.wait_for_url(
+                    re.compile(r"/deployment/[^/?]+(\?|$)"), wait_until="commit", timeout=180_000
+                )
                 flow_run_id = _created_run(prefect_server, deployment["id"])
 
                 run = wait_for_run(prefect_server, flow_run_id, ("COMPLETED",), RUN_DONE_S)
