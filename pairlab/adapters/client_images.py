@@ -36,6 +36,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Final
 
+from pairlab.adapters.docker_cli import run_docker
 from pairlab.adapters.locked_wheels import (
     LockedWheel,
     fetch_wheel,
@@ -298,18 +299,7 @@ def build_client_image(
 
 
 def _docker(args: list[str], *, stream: bool = False) -> None:
-    try:
-        result = subprocess.run(
-            ["docker", *args],
-            stdout=sys.stderr if stream else subprocess.PIPE,
-            stderr=sys.stderr if stream else subprocess.PIPE,
-            text=True,
-            check=False,
-        )
-    except FileNotFoundError as exc:
-        raise EnvironmentUnavailable(
-            "the docker command is not installed", reason=ReasonCode.DOCKER_UNAVAILABLE
-        ) from exc
+    result = run_docker(args, stream=stream)
     if result.returncode != 0:
         raise ExecutionError(
             f"docker {args[0]} failed (exit {result.returncode}): {(result.stderr or '').strip()[-2000:]}",

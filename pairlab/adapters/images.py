@@ -35,6 +35,7 @@ from typing import Any, Final, Literal
 
 import yaml
 
+from pairlab.adapters.docker_cli import run_docker
 from pairlab.adapters.paths import REPO_ROOT
 from pairlab.core.errors import (
     EnvironmentUnavailable,
@@ -150,21 +151,6 @@ def load_registry(path: Path = REGISTRY_FILE) -> dict[str, ImageSpec]:
 
 
 # --- docker helpers ------------------------------------------------------------------
-
-
-def _docker(args: Sequence[str], *, stream: bool = False) -> subprocess.CompletedProcess[str]:
-    try:
-        return subprocess.run(
-            ["docker", *args],
-            stdout=sys.stderr if stream else subprocess.PIPE,
-            stderr=sys.stderr if stream else subprocess.PIPE,
-            text=True,
-            check=False,
-        )
-    except FileNotFoundError as exc:
-        raise EnvironmentUnavailable(
-            "the docker command is not installed", reason=ReasonCode.DOCKER_UNAVAILABLE
-        ) from exc
 
 
 def require_engine() -> None:
@@ -348,7 +334,7 @@ def _build_dockerfile(spec: ImageSpec, digest: str, base_tag: str | None, log: L
         log(
             f"building {spec.local_tag} on {base_tag or 'its default base'} ({len(list(context.rglob('*')))} context files)"
         )
-        result = _docker(args, stream=True)
+        result = run_docker(args, stream=True)
     if result.returncode != 0:
         raise ExecutionError(
             f"image {spec.name}: docker build failed (exit {result.returncode}; output above)",
@@ -558,7 +544,7 @@ def prune(*, dry_run: bool = False, log: Log = _stderr) -> list[str]:
         for spec in registry.values()
         if (info := inspect(spec.local_tag)) is not None
     }
-    result = _docker(
+    result = run_docker(
         [
             "image",
             "ls",
@@ -568,7 +554,7 @@ def prune(*, dry_run: bool = False, log: Log = _stderr) -> list[str]:
             "{{.ID}} {{.Repository}}:{{.Tag}}",
         ]
     )
-    stages = _docker(
+    stages = run_docker(
         [
             "image",
             "ls",
@@ -596,7 +582,7 @@ def prune(*, dry_run: bool = False, log: Log = _stderr) -> list[str]:
         seen.add(target)
         log(f"{'would remove' if dry_run else 'removing'} {target}")
         if not dry_run:
-            _docker(["image", "rm", target])
+            run_docker(["image", "rm", target])
         removed.append(target)
     return removed
 
@@ -607,8 +593,8 @@ def remove_prefix_images(prefix: str) -> list[str]:
         raise InvalidInputError(
             "refusing to remove the default pairlab/ images", reason=ReasonCode.INVALID_INPUT
         )
-    listed = _docker(["image", "ls", "--format", "{{.Repository}}:{{.Tag}}"])
+    listed = run_docker(["image", "ls", "--format", "{{.Repository}}:{{.Tag}}"])
     tags = [t for t in listed.stdout.split() if t.startswith(prefix)]
     for tag in tags:
-        _docker(["image", "rm", "--force", tag])
+        run_docker(["image", "rm", "--force", tag])
     return tags
