@@ -18,17 +18,16 @@ from pairlab.core.cohort_table import rule_text
 from pairlab.core.headline import COST_METRIC, QUESTIONS, build_headline, token_metric
 from pairlab.core.metrics import KEY_COLUMNS, METRICS
 from pairlab.core.report_text import (
-    QUESTION_TITLES,
     cohort_title,
     decision_word,
     digits,
     group_title,
     headline_cell,
+    headline_table,
     interval,
     number,
     percent,
     reason_text,
-    reasons_text,
     summary_sentence,
 )
 
@@ -85,22 +84,13 @@ def render_headline_markdown(headline: Mapping[str, Any]) -> list[str]:
         }
         lines += [f"- {summary_sentence(row)}" for row in group.get("contrasts", [])]
         lines.append("")
-        lines.append("| contrast | " + " | ".join(titles[q] for q in QUESTIONS) + " |")
-        lines.append("|---" * (len(QUESTIONS) + 1) + "|")
-        notes = []
-        for row in group.get("contrasts", []):
-            name = f"{row['treatment']} vs {row['control']}"
-            cells = [headline_cell(q, row[q]) for q in QUESTIONS]
-            lines.append(f"| **{name}** | " + " | ".join(cells) + " |")
-            for q in QUESTIONS:
-                why = reasons_text(row[q])
-                if why and (row[q].get("noEvidence") or row[q].get("insufficient")):
-                    notes.append(f"{name}, {QUESTION_TITLES[q]}: {why}")
-        lines.append("")
-        if notes:
-            lines += ["Why no evidence (cohorts per reason):", ""]
-            lines += [f"- {n}" for n in notes]
-            lines.append("")
+        lines += headline_table(
+            group.get("contrasts", []),
+            QUESTIONS,
+            titles,
+            headline_cell,
+            "Why no evidence (cohorts per reason)",
+        )
     return lines
 
 

@@ -4,7 +4,7 @@ formatting, short decision labels and the headline's cells. Null is ``—``, nev
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Final
 
 from pairlab.core.headline import LABELS
@@ -181,3 +181,28 @@ __all__ = [
     "reasons_text",
     "summary_sentence",
 ]
+
+
+def headline_table(
+    rows: Sequence[Mapping[str, Any]],
+    questions: Sequence[str],
+    titles: Mapping[str, str],
+    cell: Callable[[str, Mapping[str, Any]], str],
+    reasons_heading: str,
+) -> list[str]:
+    """One headline group as a markdown table (a row per contrast, a cell per question),
+    then the reasons behind each "no evidence" / "insufficient" cell under ``reasons_heading``."""
+    lines = ["| contrast | " + " | ".join(titles[q] for q in questions) + " |"]
+    lines.append("|---" * (len(questions) + 1) + "|")
+    notes = []
+    for row in rows:
+        name = f"{row['treatment']} vs {row['control']}"
+        lines.append(f"| **{name}** | " + " | ".join(cell(q, row[q]) for q in questions) + " |")
+        for q in questions:
+            why = reasons_text(row[q])
+            if why and (row[q].get("noEvidence") or row[q].get("insufficient")):
+                notes.append(f"{name}, {QUESTION_TITLES[q]}: {why}")
+    lines.append("")
+    if notes:
+        lines += [f"{reasons_heading}:", "", *[f"- {n}" for n in notes], ""]
+    return lines

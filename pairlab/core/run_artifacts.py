@@ -19,14 +19,13 @@ from typing import Any, Final
 
 from pairlab.core.headline import COST_METRIC, QUESTIONS
 from pairlab.core.report_text import (
-    QUESTION_TITLES,
     SHORT_REASONS,
     cohort_title,
     digits,
     group_title,
+    headline_table,
     interval,
     number,
-    reasons_text,
     summary_sentence,
 )
 
@@ -118,22 +117,14 @@ def headline_lines(headline: Mapping[str, Any]) -> list[str]:
             "subscription": "subscription quota",
             "correctness": "correctness",
         }
-        lines += ["", "| contrast | " + " | ".join(titles[q] for q in QUESTIONS) + " |"]
-        lines.append("|---" * (len(QUESTIONS) + 1) + "|")
-        notes = []
-        for row in rows:
-            name = f"{row['treatment']} vs {row['control']}"
-            cells = [_compact_cell(q, row[q], labels) for q in QUESTIONS]
-            lines.append(f"| **{name}** | " + " | ".join(cells) + " |")
-            for q in QUESTIONS:
-                why = reasons_text(row[q])
-                if why and (row[q].get("noEvidence") or row[q].get("insufficient")):
-                    notes.append(f"{name}, {QUESTION_TITLES[q]}: {why}")
         lines.append("")
-        if notes:
-            lines += ["Why no evidence (task cohorts per reason):", ""]
-            lines += [f"- {n}" for n in notes]
-            lines.append("")
+        lines += headline_table(
+            rows,
+            QUESTIONS,
+            titles,
+            lambda q, cell: _compact_cell(q, cell, labels),
+            "Why no evidence (task cohorts per reason)",
+        )
     return lines
 
 
