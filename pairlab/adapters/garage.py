@@ -1,9 +1,10 @@
 """Garage, the S3-compatible object store of the team stack: its binary and a single node.
 
 The binary is built from the Rust crate registry, pinned (:data:`GARAGE_VERSION`) and
-cached by version: ``scripts/build-garage.sh`` runs ``cargo install garage --locked
---version V --root ~/.cache/pairlab/garage/V`` only when that binary is absent (about
-20 minutes on two cores), CI calls it before the tests. ``PAIRLAB_GARAGE_BIN`` points
+cached by version and features: ``scripts/build-garage.sh`` runs ``cargo install garage
+--locked --no-default-features --features F --version V --root
+~/.cache/pairlab/garage/V-F`` only when that binary is absent (about 12 minutes on two
+cores); ``.ci/run`` starts it in the background first thing and waits for it before pytest. ``PAIRLAB_GARAGE_BIN`` points
 at another binary.
 
 :class:`GarageNode` runs one node on loopback (replication factor 1) for tests and the
@@ -28,12 +29,21 @@ from typing import Final
 from pairlab.core.errors import EnvironmentUnavailable, ExecutionError, ReasonCode
 
 GARAGE_VERSION: Final = "2.5.0"
+# Only what the project uses: the sqlite metadata engine (every config here says
+# db_engine = "sqlite") with bundled C libraries; no lmdb, k2v or metrics. The features are
+# part of the cache key, so a change of features never reuses an old binary.
+GARAGE_FEATURES: Final = "bundled-libs,sqlite"
 BIN_ENV: Final = "PAIRLAB_GARAGE_BIN"
 S3_REGION: Final = "us-east-1"  # what AWS_DEFAULT_REGION says to boto3 (Garage checks it)
 
 
+def cache_key(version: str = GARAGE_VERSION, features: str = GARAGE_FEATURES) -> str:
+    """``<version>-<features joined by +>``: the folder under ``~/.cache/pairlab/garage``."""
+    return f"{version}-{features.replace(',', '+')}"
+
+
 def cached_binary(version: str = GARAGE_VERSION) -> Path:
-    return Path.home() / ".cache" / "pairlab" / "garage" / version / "bin" / "garage"
+    return Path.home() / ".cache" / "pairlab" / "garage" / cache_key(version) / "bin" / "garage"
 
 
 def garage_binary() -> Path:
@@ -221,9 +231,11 @@ class GarageNode:
 
 
 __all__ = [
+    "GARAGE_FEATURES",
     "GARAGE_VERSION",
     "GarageKey",
     "GarageNode",
+    "cache_key",
     "cached_binary",
     "garage_binary",
     "node_config",
