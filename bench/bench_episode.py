@@ -17,10 +17,10 @@ from pathlib import Path
 from bench.result import Result
 from pairlab.adapters.backends import make_backend
 from pairlab.adapters.backends.base import PreparedEpisode
-from pairlab.adapters.episode_build import episode_spec
+from pairlab.adapters.episode.build import episode_spec
 from pairlab.adapters.paths import catalog_dir
 from pairlab.adapters.profiles import load_named_profile
-from pairlab.core.plan import PlannedEpisode
+from pairlab.core.schedule import PlannedEpisode
 from pairlab.core.schemas.catalog import load_suite
 
 REPEATS = 5

@@ -107,11 +107,11 @@ def direct_eval(params: Any) -> int:
     """The flow's work without Prefect: same episode code, sequential pairs, same outputs."""
     import flows.evidence_eval as ev
     from pairlab.adapters.backends.factory import make_backend
-    from pairlab.adapters.episode_io import load_eval_inputs, sim_account_dir
-    from pairlab.adapters.run_outputs import publish_outputs, write_run_outputs
-    from pairlab.adapters.rundir import RunDir
-    from pairlab.core.cohorts import analyse_cohorts, resolve_min_pairs
-    from pairlab.core.plan import plan_schedule
+    from pairlab.adapters.episode.io import load_eval_inputs, sim_account_dir
+    from pairlab.adapters.run.directory import RunDir
+    from pairlab.adapters.run.outputs import publish_outputs, write_run_outputs
+    from pairlab.core.analysis.cohorts import analyse_cohorts, resolve_min_pairs
+    from pairlab.core.schedule import plan_schedule
 
     suite, profile = load_eval_inputs(params.suite, params.profile)
     schedule = plan_schedule(

@@ -32,7 +32,7 @@ import pytest
 
 from flows.evidence_eval import evidence_eval
 from flows.params import EvidenceEvalParams
-from pairlab.adapters.run_endpoint import cli_own_usage
+from pairlab.adapters.run.provider import cli_own_usage
 from pairlab.core.emulator.ledger import RequestRow, ground_truth, read_ledger
 from pairlab.core.emulator.quota_model import WindowSnapshot
 from pairlab.core.emulator.quota_surfaces import whole_percent

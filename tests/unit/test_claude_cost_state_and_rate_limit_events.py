@@ -8,7 +8,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from pairlab.adapters.cli_output import (
+from pairlab.adapters.clients.cli_output import (
     claude_final_answer,
     claude_result_usage,
     codex_final_answer,

@@ -14,9 +14,9 @@ from typing import Any
 import pytest
 
 from pairlab.adapters.backends.local import agent_path
+from pairlab.adapters.clients.registry import resolve_cli
 from pairlab.adapters.emulator.model_api import Incoming
 from pairlab.adapters.emulator.service import EmulatorService
-from pairlab.adapters.real_clis import resolve_cli
 from pairlab.core.emulator.ledger import EpisodeRegistration, Fault, RequestRow, read_ledger
 from pairlab.core.emulator.quota_model import FIVE_HOUR_S, AccountPlan
 from pairlab.core.errors import EnvironmentUnavailable, InvalidInputError

@@ -10,7 +10,7 @@ from __future__ import annotations
 import struct
 import zlib
 
-from pairlab.adapters.publish import _redact_object
+from pairlab.adapters.store.publish import _redact_object
 from pairlab.core.redaction import PNG_SIGNATURE, png_text
 
 
