@@ -18,6 +18,7 @@ from bench.result import Result
 from pairlab.adapters.backends import make_backend
 from pairlab.adapters.backends.base import PreparedEpisode
 from pairlab.adapters.episode.build import episode_spec
+from pairlab.adapters.episode.session import run_and_collect
 from pairlab.adapters.paths import catalog_dir
 from pairlab.adapters.profiles import load_named_profile
 from pairlab.core.schedule import PlannedEpisode
@@ -65,10 +66,7 @@ def time_episodes(
                 account_dir=Path(tmp) / "account",
             )
             started = time.perf_counter()
-            prepared = backend.prepare(spec)
-            outcome = backend.run(prepared)
-            backend.collect(prepared, Path(tmp) / f"out-{i}")
-            backend.cleanup(prepared)
+            prepared, outcome, _ = run_and_collect(backend, spec, Path(tmp) / f"out-{i}")
             wall = time.perf_counter() - started
             assert outcome.exit_code == 0, outcome.stderr
             assert outcome.latency_ms is not None

@@ -59,15 +59,11 @@ def _params(tmp: Path, run_id: str, reps: int, concurrency: int, backend: str = 
     )
 
 
-# Where the evidence-eval flow calls each episode task (tasks/episode.py).
+# Where the evidence-eval flow calls each episode task (tasks/episode.py): prepare and
+# teardown through tasks.episode.prepared_in_tasks, the others from flows/evidence/episode.py.
 _TASK_SITES = {
-    "flows.evidence_eval": (
-        "prepare_episode",
-        "run_measured",
-        "collect_and_grade",
-        "teardown_episode",
-        "record_episode",
-    ),
+    "tasks.episode": ("prepare_episode", "teardown_episode"),
+    "flows.evidence.episode": ("run_measured", "collect_and_grade", "record_episode"),
 }
 
 
@@ -105,9 +101,11 @@ def _plain_functions() -> Iterator[None]:
 
 def direct_eval(params: Any) -> int:
     """The flow's work without Prefect: same episode code, sequential pairs, same outputs."""
-    import flows.evidence_eval as ev
+    from flows.evidence.episode import EpisodeContext, run_pair
+    from flows.evidence_eval import run_settings
     from pairlab.adapters.backends.factory import make_backend
     from pairlab.adapters.episode.io import load_eval_inputs, sim_account_dir
+    from pairlab.adapters.episode.session import RunEnvironment
     from pairlab.adapters.run.directory import RunDir
     from pairlab.adapters.run.outputs import publish_outputs, write_run_outputs
     from pairlab.core.analysis.cohorts import analyse_cohorts, resolve_min_pairs
@@ -119,26 +117,20 @@ def direct_eval(params: Any) -> int:
     )
     run_dir = RunDir(Path(params.work_dir), params.run_id).ensure()
     run_dir.write_json("schedule.json", schedule.model_dump(mode="json"))
-    backend = make_backend(params.backend, run_id=params.run_id)
+    env = RunEnvironment(make_backend(params.backend, run_id=params.run_id), profile)
     account = sim_account_dir(Path(params.work_dir), profile)
+    ctx = EpisodeContext(params, suite, env, run_dir, account)
     records = []
     with _plain_functions():
         for pair in schedule.pairs():  # the flow's run-pair task body, called as a function
-            records += ev.run_pair.fn(
-                pair,
-                params=params,
-                suite=suite,
-                profile=profile,
-                backend=backend,
-                run_dir=run_dir,
-                account_dir=account,
-                done={},
-            )
+            records += run_pair.fn(pair, ctx, {})
     analysis = analyse_cohorts(
         records, run_id=params.run_id, min_pairs=resolve_min_pairs(params.min_pairs)
     ).to_json()
     planned_ids = [e.episode_id for e in schedule.entries]
-    write_run_outputs(run_dir, records, planned_ids, analysis, params, profile, schedule)
+    gate = int(analysis.get("gate", resolve_min_pairs(params.min_pairs)))
+    settings = run_settings(params, profile, schedule, gate)
+    write_run_outputs(run_dir, records, planned_ids, analysis, settings)
     publish_outputs(run_dir.path, params.store, params.on_secret)
     return len(records)
 

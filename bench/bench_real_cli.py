@@ -115,6 +115,7 @@ _DUMMY: dict[str, str] = {}
 def episode_vs_bare(cli: str, backend_name: str) -> tuple[float, float, float] | None:
     """Medians of (backend episode s, bare invocation s, per-pair ratio)."""
     from pairlab.adapters.episode.build import episode_spec
+    from pairlab.adapters.episode.session import run_and_collect
     from pairlab.adapters.paths import catalog_dir
     from pairlab.adapters.profiles import load_named_profile
     from pairlab.adapters.run.provider import DUMMY_CREDENTIALS, open_run_endpoint
@@ -166,10 +167,7 @@ def episode_vs_bare(cli: str, backend_name: str) -> tuple[float, float, float] |
                     endpoint_url=ep.url,
                 )
                 started = time.perf_counter()
-                prepared = backend.prepare(spec)
-                outcome = backend.run(prepared)
-                backend.collect(prepared, scratch / f"out-{i}")
-                backend.cleanup(prepared)
+                prepared, outcome, _ = run_and_collect(backend, spec, scratch / f"out-{i}")
                 took = time.perf_counter() - started
                 assert outcome.exit_code == 0, outcome.stderr[-2000:]
                 # the bare side: a fresh registration with the same seed, same script

@@ -6,10 +6,14 @@ Each task is one Prefect task run, so each costs a round of state events
 their own are folded into the task they belong to: the quota snapshots into
 the run they bracket, usage, ledger and grading into the collection whose files
 they read. Retries still follow the rule of DESIGN 2: infrastructure steps are
-retried, the agent's run never is."""
+retried, the agent's run never is. The steps themselves live in
+:mod:`pairlab.adapters.episode.session` and :mod:`pairlab.adapters.quota.account`;
+these tasks only wrap them.
+"""
 
 from __future__ import annotations
 
+from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -17,31 +21,18 @@ from prefect import task
 from prefect.cache_policies import NO_CACHE
 
 from pairlab.adapters.backends.base import (
-    CollectedFiles,
     EpisodeSpec,
     ExecutionBackend,
     PreparedEpisode,
     RunOutcome,
 )
-from pairlab.adapters.episode.finding_evidence import read_episode_evidence
-from pairlab.adapters.episode.grading import grade
-from pairlab.adapters.episode.io import (
-    EpisodeUsage,
-    assess_concurrent_use,
-    concurrency_mark,
-    extract_final_answer,
-    ingest_ledger,
-    read_episode_usage,
-    snapshot_quota,
-    usage_files,
-)
+from pairlab.adapters.episode.session import CollectedEpisode, collect_episode, prepared
+from pairlab.adapters.quota.account import QuotaBracket, quota_interval
 from pairlab.adapters.run.directory import RunDir
-from pairlab.core.findings.evidence import EpisodeEvidence
-from pairlab.core.quota.consumption import UNKNOWN_CONCURRENT_USE, ConcurrentUse
 from pairlab.core.schemas.catalog import TaskEntry
-from pairlab.core.schemas.episode import EpisodeRecord, GraderCheck
+from pairlab.core.schemas.episode import EpisodeRecord
 from pairlab.core.schemas.profile import RunnerProfile
-from pairlab.core.schemas.quota import QuotaObservation
+from tasks.args import quoted
 from tasks.retry import infra_task
 
 
@@ -50,29 +41,41 @@ def prepare_episode(backend: ExecutionBackend, spec: EpisodeSpec) -> PreparedEpi
     return backend.prepare(spec)
 
 
-@task(name="quota-snapshot", cache_policy=NO_CACHE, persist_result=False)
-def quota_snapshot(profile: RunnerProfile, account_dir: Path | None) -> list[QuotaObservation]:
-    return snapshot_quota(profile, account_dir)
+@infra_task("teardown")
+def teardown_episode(backend: ExecutionBackend, prepared: PreparedEpisode) -> None:
+    backend.cleanup(prepared)
 
 
-@task(name="run", cache_policy=NO_CACHE, persist_result=False)
+def prepared_in_tasks(
+    backend: ExecutionBackend, spec: EpisodeSpec
+) -> AbstractContextManager[PreparedEpisode]:
+    """:func:`~pairlab.adapters.episode.session.prepared` with its prepare and cleanup
+    run as the retried ``prepare`` and ``teardown`` tasks (arguments quoted)."""
+    return prepared(
+        backend,
+        spec,
+        prepare=lambda b, s: prepare_episode(quoted(b), quoted(s)),
+        cleanup=lambda b, p: teardown_episode(quoted(b), quoted(p)),
+    )
+
+
+@task(name="run-agent", cache_policy=NO_CACHE, persist_result=False)
 def run_episode(backend: ExecutionBackend, prepared: PreparedEpisode) -> RunOutcome:
-    # Never retried: whatever the agent did is the data.
+    """The agent's run alone (the canary brackets it with its scheduled interval).
+    Never retried: whatever the agent did is the data."""
     return backend.run(prepared)
 
 
 @dataclass(frozen=True)
 class MeasuredRun:
-    """The agent's run, the quota snapshots taken right before and after it, and whether
-    anything else consumed the account in between."""
+    """The agent's run and the quota bracket around it (snapshots right before and
+    after, and whether anything else consumed the account in between)."""
 
-    quota_before: list[QuotaObservation]
     outcome: RunOutcome
-    quota_after: list[QuotaObservation]
-    concurrent_use: ConcurrentUse = UNKNOWN_CONCURRENT_USE
+    quota: QuotaBracket
 
 
-@task(name="run", cache_policy=NO_CACHE, persist_result=False)
+@task(name="run-measured", cache_policy=NO_CACHE, persist_result=False)
 def run_measured(
     backend: ExecutionBackend,
     prepared: PreparedEpisode,
@@ -82,29 +85,17 @@ def run_measured(
 ) -> MeasuredRun:
     """Snapshot quota, run the agent, snapshot quota again. Never retried: the run is the data.
 
-    The account's charge counter is read around the snapshots, so concurrent use of
-    the account during the interval is assessed (ground truth where the account keeps a
-    log, else ``asserted_concurrent_use``: the operator's assertion, None = unknown)."""
-    start = concurrency_mark(profile, account_dir)
-    before = snapshot_quota(profile, account_dir)
-    outcome = backend.run(prepared)
-    after = snapshot_quota(profile, account_dir)
-    end = concurrency_mark(profile, account_dir)
-    concurrent = assess_concurrent_use(
-        profile, account_dir, (start, end), {prepared.spec.episode_id}, asserted_concurrent_use
-    )
-    return MeasuredRun(
-        quota_before=before, outcome=outcome, quota_after=after, concurrent_use=concurrent
-    )
-
-
-@dataclass(frozen=True)
-class CollectedEpisode:
-    files: CollectedFiles
-    usage: EpisodeUsage
-    ledger: dict[str, int | None] | None
-    checks: list[GraderCheck]
-    evidence: EpisodeEvidence | None = None  # the intervention's finding evidence and join
+    Concurrent use of the account during the run is assessed (ground truth where the
+    account keeps a log, else ``asserted_concurrent_use``: the operator's assertion,
+    None = unknown); :func:`pairlab.adapters.quota.account.quota_interval`."""
+    with quota_interval(
+        profile,
+        account_dir,
+        own_episode_ids={prepared.spec.episode_id},
+        asserted_concurrent_use=asserted_concurrent_use,
+    ) as bracket:
+        outcome = backend.run(prepared)
+    return MeasuredRun(outcome=outcome, quota=bracket)
 
 
 @infra_task("collect-and-grade")
@@ -116,21 +107,8 @@ def collect_and_grade(
     outcome: RunOutcome,
     episode_dir: Path,
 ) -> CollectedEpisode:
-    """Copy the episode's files out, read its provider-native usage, ingest its MCP
-    ledger rows, grade its workspace and final answer.
-
-    Every step is idempotent (collection overwrites, ledger rows are keyed, grading
-    reads), so the whole task is retried on an infrastructure error."""
-    files = backend.collect(prepared, episode_dir / "collected")
-    usage = read_episode_usage(profile, files)
-    ledger = ingest_ledger(files, episode_dir)
-    delivered = ledger.get("observed_returned_tokens") if ledger else None
-    final_answer = extract_final_answer(outcome.stdout, profile.client)
-    checks = grade(backend, prepared, task_entry, final_answer, delivered)
-    evidence = read_episode_evidence(files, usage_files(profile, files))
-    return CollectedEpisode(
-        files=files, usage=usage, ledger=ledger, checks=checks, evidence=evidence
-    )
+    """:func:`~pairlab.adapters.episode.session.collect_episode` (idempotent: retried)."""
+    return collect_episode(backend, prepared, profile, task_entry, outcome, episode_dir)
 
 
 @infra_task("record")
@@ -139,17 +117,12 @@ def record_episode(run_dir: RunDir, record: EpisodeRecord) -> EpisodeRecord:
     return record
 
 
-@infra_task("teardown")
-def teardown_episode(backend: ExecutionBackend, prepared: PreparedEpisode) -> None:
-    backend.cleanup(prepared)
-
-
 __all__ = [
     "CollectedEpisode",
     "MeasuredRun",
     "collect_and_grade",
     "prepare_episode",
-    "quota_snapshot",
+    "prepared_in_tasks",
     "record_episode",
     "run_episode",
     "run_measured",

@@ -26,7 +26,7 @@ from pairlab.core.report.prefect_ui import (
     exploratory_note,
     headline_markdown,
 )
-from pairlab.core.report.run import analyse_records
+from pairlab.core.report.run import RunSettings, analyse_records
 from pairlab.core.schemas.episode import EpisodeRecord
 from tasks.args import quoted
 from tasks.retry import infra_task
@@ -52,11 +52,9 @@ def render_report(
     records: Sequence[EpisodeRecord],
     planned_ids: Sequence[str],
     analysis: dict[str, Any],
-    params: Any,
-    profile: Any,
-    schedule: Any,
+    settings: RunSettings,
 ) -> dict[str, str]:
-    outputs = write_run_outputs(run_dir, records, planned_ids, analysis, params, profile, schedule)
+    outputs = write_run_outputs(run_dir, records, planned_ids, analysis, settings)
     return {k: v for k, v in outputs.items() if isinstance(v, str) and k != "markdown"}
 
 

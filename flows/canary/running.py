@@ -4,7 +4,8 @@ The cold and warm strata (never combined) run with baseline/candidate
 alternating AB/BA per repetition, one episode at a time on the trial's account.
 Each run owns an interval of exactly ``quota_interval_s`` whole seconds that
 starts on a whole second: "before" snapshot, run, collect and grade, write the
-notification, wait for the interval's end, "after" snapshot. loom's artifact
+notification, wait for the interval's end, "after" snapshot (the quota bracket
+:func:`pairlab.adapters.quota.account.quota_interval`, shared with the eval). loom's artifact
 times quota observations in whole epoch seconds, so both arms' intervals then
 have equal durations; a run that outlasts its interval is recorded as an
 overrun and its interval is honestly longer (inconclusive, never stretched).
@@ -22,32 +23,26 @@ skips the runs that finished and never runs one twice.
 from __future__ import annotations
 
 import json
-import math
 import time
+from dataclasses import replace
 from pathlib import Path
 from typing import Any, Final
 
 from flows.canary.manifest import TRIALS, arm_effects
 from flows.params import CanaryTrialParams
-from pairlab.adapters.backends.base import ExecutionBackend
+from pairlab.adapters.backends.base import ExecutionBackend, RunOutcome
 from pairlab.adapters.backends.factory import make_backend
 from pairlab.adapters.episode.build import episode_record, episode_spec
-from pairlab.adapters.episode.io import assess_concurrent_use, concurrency_mark
+from pairlab.adapters.quota.account import quota_interval
 from pairlab.adapters.run.directory import RunDir, safe_name
 from pairlab.adapters.run.trial_inputs import open_sim_account
 from pairlab.core.canary import CheckResult, RunEvidence
 from pairlab.core.schedule import PlannedEpisode, Schedule
 from pairlab.core.schemas.catalog import LoadedSuite
+from pairlab.core.schemas.episode import GraderCheck
 from pairlab.core.schemas.profile import RunnerProfile
 from tasks.args import quoted
-from tasks.episode import (
-    collect_and_grade,
-    prepare_episode,
-    quota_snapshot,
-    record_episode,
-    run_episode,
-    teardown_episode,
-)
+from tasks.episode import collect_and_grade, prepared_in_tasks, record_episode, run_episode
 
 WARM_SEED_FILE: Final = "pairlab-warm-start.json"
 
@@ -59,9 +54,22 @@ def _seed_warm(prepared: Any, planned: PlannedEpisode) -> None:
         (graph / WARM_SEED_FILE).write_text(json.dumps(payload) + "\n", encoding="utf-8")
 
 
-def _wait_until(deadline: float) -> None:
-    while (left := deadline - time.time()) > 0:
-        time.sleep(min(left, 0.5))
+def _notify(
+    run_dir: RunDir, planned: PlannedEpisode, outcome: RunOutcome, checks: list[GraderCheck]
+) -> float | None:
+    """Persist the run's outcome where the operator reads it; returns the notification
+    latency: from the start of the run until the operator can read its outcome (the
+    agent's work plus collection and grading), never shorter than the run."""
+    notice = {
+        "episode_id": planned.episode_id,
+        "arm": planned.arm,
+        "exit_code": outcome.exit_code,
+        "checks": {c.name: c.passed for c in checks},
+    }
+    run_dir.write_json(f"{TRIALS}/notifications/{safe_name(planned.episode_id)}.json", notice)
+    if outcome.started_at is None:
+        return None
+    return max((time.time() - outcome.started_at.timestamp()) * 1000.0, 0.0)
 
 
 def evidence_name(episode_id: str) -> str:
@@ -104,47 +112,27 @@ def run_canary_episode(
         extra_env=extra_env,
     )
     episode_dir = run_dir.episode_dir(planned.episode_id)
-    prepared = prepare_episode(backend, spec)
-    try:
+    with prepared_in_tasks(backend, spec) as prepared:
         if stratum == "warm":
             _seed_warm(prepared, planned)
-        _wait_until(math.ceil(time.time()))  # the interval starts on a whole second
-        mark_start = concurrency_mark(profile, account_dir)
-        before = quota_snapshot(profile, account_dir)
-        started = min((o.observed_at.timestamp() for o in before), default=time.time())
-        outcome = run_episode(backend, prepared)
-        collected = collect_and_grade(
-            quoted(backend),
-            quoted(prepared),
-            profile=quoted(profile),
-            task_entry=quoted(entry),
-            outcome=quoted(outcome),
-            episode_dir=episode_dir,
-        )
-        usage, ledger, checks = collected.usage, collected.ledger, collected.checks
-        # Notification: the run's outcome is persisted where the operator reads it.
-        notice = {
-            "episode_id": planned.episode_id,
-            "arm": planned.arm,
-            "exit_code": outcome.exit_code,
-            "checks": {c.name: c.passed for c in checks},
-        }
-        run_dir.write_json(f"{TRIALS}/notifications/{safe_name(planned.episode_id)}.json", notice)
-        notified = time.time()
-        # Notification latency: from the start of the run until the operator can read its
-        # outcome (the agent's work plus collection and grading), never shorter than the run.
-        notification_ms = (
-            max((notified - outcome.started_at.timestamp()) * 1000.0, 0.0)
-            if outcome.started_at is not None
-            else None
-        )
-        deadline = math.floor(started) + params.quota_interval_s
-        overrun = time.time() > deadline
-        _wait_until(deadline)
-        after = quota_snapshot(profile, account_dir)
-        mark_end = concurrency_mark(profile, account_dir)
-    finally:
-        teardown_episode(backend, prepared)
+        with quota_interval(  # the account's charge log decides, else the operator's word
+            profile,
+            account_dir,
+            params.quota_interval_s,
+            own_episode_ids={planned.episode_id},
+            asserted_concurrent_use=params.unrelated_concurrent_use,
+        ) as bracket:
+            outcome = run_episode(backend, prepared)
+            collected = collect_and_grade(
+                quoted(backend),
+                quoted(prepared),
+                profile=quoted(profile),
+                task_entry=quoted(entry),
+                outcome=quoted(outcome),
+                episode_dir=episode_dir,
+            )
+            notification_ms = _notify(run_dir, planned, outcome, collected.checks)
+    usage, checks = collected.usage, collected.checks
     record = episode_record(
         planned,
         run_id=run_dir.run_id,
@@ -155,20 +143,9 @@ def run_canary_episode(
         backend_name=backend.name,
         requested_model=params.model,
         outcome=outcome,
-        usage=usage,
-        checks=checks,
-        quota_before=before,
-        quota_after=after,
-        ledger=ledger,
+        collected=replace(collected, evidence=None),  # the canary records no finding evidence
+        quota=bracket,
         include_transcript=False,
-        # the account's charge log decides (simulator), else the operator's assertion
-        concurrent_use=assess_concurrent_use(
-            profile,
-            account_dir,
-            (mark_start, mark_end),
-            {planned.episode_id},
-            params.unrelated_concurrent_use,
-        ),
     )
     evidence = RunEvidence(
         episode_id=planned.episode_id,
@@ -186,10 +163,10 @@ def run_canary_episode(
         usage_provenance=usage.provenance_counts(),
         critical_path_ms=outcome.latency_ms,
         notification_ms=notification_ms,
-        quota_before=before,
-        quota_after=after,
+        quota_before=bracket.before,
+        quota_after=bracket.after,
         interval_scheduled_s=params.quota_interval_s,
-        interval_overrun=overrun,
+        interval_overrun=bracket.overrun,
     )
     # The evidence is written first: a record without evidence would be skipped on resume.
     run_dir.write_json(evidence_name(planned.episode_id), evidence.model_dump(mode="json"))

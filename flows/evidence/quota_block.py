@@ -3,16 +3,16 @@
 With ``quota_interval_episodes`` set, the plan groups a task's repetitions into
 blocks (:mod:`pairlab.core.schedule`); this module runs one block: for each arm, in
 the block's Williams order, one scheduled quota interval of ``quota_interval_s``
-seconds, as the canary does (flows/canary/trial.py):
+seconds, in the quota bracket the canary uses too
+(:func:`pairlab.adapters.quota.account.quota_interval`: start on a whole second,
+snapshots and concurrency marks, overrun recorded, end snapshot at the scheduled end),
+the arm's episodes back to back inside it (each still between its own snapshots);
+then the consumption per window and the interval record are persisted
+(``quota-intervals/<id>.json``; ``quota-intervals.jsonl`` at the end).
 
-1. wait for a whole second, read the account's concurrency mark, take the interval's
-   start snapshot (the interval ends ``quota_interval_s`` after that second);
-2. run the arm's episodes back to back (each still between its own snapshots);
-3. wait until the interval's scheduled end (an overrun is recorded, not hidden),
-   take the end snapshot and the mark;
-4. assess concurrent use over the whole interval (the interval's own episodes are
-   not "unrelated"), compute the consumption per window and persist the interval
-   record (``quota-intervals/<id>.json``; ``quota-intervals.jsonl`` at the end).
+The ``run-quota-block`` task stays here, beside the interval it runs, for the same
+reason as ``run-pair`` (flows/evidence/episode.py): it runs episode attempts with
+the flow's parameters, and ``tasks`` may not import ``flows``.
 
 A resumed interval (some of its episodes were recorded by an earlier attempt)
 holds less work than its peers: its record says so and its consumption is null
@@ -21,21 +21,14 @@ holds less work than its peers: its record says so and its consumption is null
 
 from __future__ import annotations
 
-import math
-import time
-from collections.abc import Callable
-from datetime import UTC, datetime
 from pathlib import Path
 
 from prefect import task
 from prefect.cache_policies import NO_CACHE
 
+from flows.evidence.episode import EpisodeContext, attempt_episode
 from flows.params import EvidenceEvalParams
-from pairlab.adapters.episode.io import (
-    assess_concurrent_use,
-    concurrency_mark,
-    snapshot_quota,
-)
+from pairlab.adapters.quota.account import quota_interval
 from pairlab.adapters.run.directory import RunDir
 from pairlab.adapters.run.quota_interval_files import (
     load_interval,
@@ -45,9 +38,6 @@ from pairlab.adapters.run.quota_interval_files import (
 from pairlab.core.quota.intervals import build_interval_record
 from pairlab.core.schedule import PlannedEpisode, QuotaIntervalPlan, Schedule
 from pairlab.core.schemas.episode import EpisodeRecord
-from pairlab.core.schemas.profile import RunnerProfile
-
-Execute = Callable[[PlannedEpisode], EpisodeRecord]
 
 
 def quota_interval_plan(params: EvidenceEvalParams) -> QuotaIntervalPlan | None:
@@ -60,51 +50,31 @@ def quota_interval_plan(params: EvidenceEvalParams) -> QuotaIntervalPlan | None:
 
 
 def run_interval(
-    interval: list[PlannedEpisode],
-    *,
-    params: EvidenceEvalParams,
-    profile: RunnerProfile,
-    run_dir: RunDir,
-    account_dir: Path | None,
-    done: dict[str, EpisodeRecord],
-    execute: Execute,
+    interval: list[PlannedEpisode], ctx: EpisodeContext, done: dict[str, EpisodeRecord]
 ) -> list[EpisodeRecord]:
     """One arm's scheduled interval: its episodes between the interval's two snapshots."""
     interval_id = interval[0].quota_interval
     assert interval_id is not None
+    run_dir, params = ctx.run_dir, ctx.params
     if load_interval(run_dir, interval_id) is not None and all(
         p.episode_id in done for p in interval
     ):
         return [done[p.episode_id] for p in interval]
-    # Scheduled on the wall clock: a source's observed_at may be older than the look
-    # (a rollout line's time), which would end the interval before it began. Like the
-    # canary's, the interval starts on a whole second and ends a fixed length after
-    # it: loom's observations count whole epoch seconds, so equal intervals then have
-    # equal durations there too (else quota-interval-mismatch by a rounding second).
-    _wait_until(math.ceil(time.time()))
-    started_at = datetime.now(UTC)
-    deadline = math.floor(started_at.timestamp()) + params.quota_interval_s
-    start_mark = concurrency_mark(profile, account_dir)
-    start = snapshot_quota(profile, account_dir)
     records, ran = [], []
-    for planned in interval:
-        if planned.episode_id in done:
-            records.append(done[planned.episode_id])
-            continue
-        records.append(execute(planned))
-        ran.append(planned.episode_id)
-    overrun = time.time() > deadline
-    _wait_until(deadline)
-    end = snapshot_quota(profile, account_dir)
-    ended_at = datetime.now(UTC)
-    end_mark = concurrency_mark(profile, account_dir)
-    concurrent = assess_concurrent_use(
-        profile,
-        account_dir,
-        (start_mark, end_mark),
-        {p.episode_id for p in interval},
-        params.unrelated_concurrent_use,
-    )
+    with quota_interval(
+        ctx.profile,
+        ctx.account_dir,
+        params.quota_interval_s,
+        own_episode_ids={p.episode_id for p in interval},
+        asserted_concurrent_use=params.unrelated_concurrent_use,
+    ) as bracket:
+        for planned in interval:
+            if planned.episode_id in done:
+                records.append(done[planned.episode_id])
+                continue
+            records.append(attempt_episode(planned, ctx))
+            ran.append(planned.episode_id)
+    assert bracket.ended_at is not None
     record = build_interval_record(
         interval_id=interval_id,
         run_id=run_dir.run_id,
@@ -114,53 +84,27 @@ def run_interval(
         episode_ids=[p.episode_id for p in interval],
         ran_episode_ids=ran,
         scheduled_s=params.quota_interval_s,
-        started_at=started_at,
-        ended_at=ended_at,
-        overrun=overrun,
-        quota_start=start,
-        quota_end=end,
-        concurrent_use=concurrent,
+        started_at=bracket.started_at,
+        ended_at=bracket.ended_at,
+        overrun=bracket.overrun,
+        quota_start=bracket.before,
+        quota_end=bracket.after,
+        concurrent_use=bracket.concurrent_use,
     )
     save_interval(run_dir, record)
     return records
 
 
-def _wait_until(moment: float) -> None:
-    """Sleep until the epoch time ``moment`` (at once when it has passed)."""
-    while (left := moment - time.time()) > 0:
-        time.sleep(left)
-
-
 @task(name="run-quota-block", cache_policy=NO_CACHE, persist_result=False)
 def run_quota_block(
-    block: list[PlannedEpisode],
-    *,
-    params: EvidenceEvalParams,
-    profile: RunnerProfile,
-    run_dir: RunDir,
-    account_dir: Path | None,
-    done: dict[str, EpisodeRecord],
-    execute: Execute,
+    block: list[PlannedEpisode], ctx: EpisodeContext, done: dict[str, EpisodeRecord]
 ) -> list[EpisodeRecord]:
     """Every arm's interval of one block, one after another in planned order."""
     intervals: dict[str, list[PlannedEpisode]] = {}
     for planned in block:
         assert planned.quota_interval is not None
         intervals.setdefault(planned.quota_interval, []).append(planned)
-    records: list[EpisodeRecord] = []
-    for interval in intervals.values():
-        records.extend(
-            run_interval(
-                interval,
-                params=params,
-                profile=profile,
-                run_dir=run_dir,
-                account_dir=account_dir,
-                done=done,
-                execute=execute,
-            )
-        )
-    return records
+    return [r for interval in intervals.values() for r in run_interval(interval, ctx, done)]
 
 
 def write_quota_intervals(run_dir: RunDir, schedule: Schedule) -> Path | None:

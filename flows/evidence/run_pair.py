@@ -16,11 +16,10 @@ from pathlib import Path
 from prefect import flow, get_run_logger
 
 from flows.evidence.dispatch import PAIR_FLOW_NAME, RunPairRequest
-from flows.evidence_eval import run_pair
-from pairlab.adapters.backends.factory import make_backend
+from flows.evidence.episode import EpisodeContext, run_pair
 from pairlab.adapters.episode.io import load_eval_inputs, sim_account_dir
+from pairlab.adapters.episode.session import open_run_environment
 from pairlab.adapters.run.directory import RunDir
-from pairlab.adapters.run.provider import open_run_endpoint
 from pairlab.core.schemas.episode import EpisodeRecord
 
 
@@ -42,32 +41,16 @@ def run_pair_flow(request: RunPairRequest) -> list[str]:
         len(done),
     )
     # a profile against the provider emulator: this worker's own emulator (and run network)
-    endpoint = (
-        open_run_endpoint(
-            profile,
-            run_id=request.run_id,
-            backend_name=params.backend,
-            ledger_dir=run_dir.path / "emulator",
-            settings=params.emulator,
-        )
-        if profile.endpoint == "emulator"
-        else None
+    env = open_run_environment(
+        profile,
+        backend_name=params.backend,
+        run_id=request.run_id,
+        ledger_dir=run_dir.path / "emulator",
+        settings=params.emulator,
     )
     try:
-        records = run_pair(
-            request.pair,
-            params=params,
-            suite=suite,
-            profile=endpoint.profile if endpoint else profile,
-            backend=endpoint.backend
-            if endpoint
-            else make_backend(params.backend, run_id=request.run_id),
-            run_dir=run_dir,
-            account_dir=sim_account_dir(work_dir, profile),
-            done=done,
-            endpoint=endpoint,
-        )
+        ctx = EpisodeContext(params, suite, env, run_dir, sim_account_dir(work_dir, profile))
+        records = run_pair(request.pair, ctx, done)
     finally:
-        if endpoint is not None:
-            endpoint.close()
+        env.close()
     return [r.episode_id for r in records]

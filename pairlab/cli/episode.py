@@ -12,33 +12,13 @@ import secrets
 import tempfile
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any
+from typing import Annotated, Any
 
 import typer
 
 from pairlab.cli.output import emit_json
 
-if TYPE_CHECKING:
-    from pairlab.adapters.backends.base import CollectedFiles
-
 episode_app = typer.Typer(help="Run single episodes.", no_args_is_help=True)
-
-
-def _delivered_tokens(collected: CollectedFiles, out_dir: Path) -> tuple[int | None, str | None]:
-    """Tokens the optimizer delivered, from the episode's MCP ledger rows (None when none).
-
-    Returns ``(tokens, error)``: a ledger that cannot be read is reported, and the
-    measurement stays None (never 0).
-    """
-    from pairlab.adapters.episode.io import ingest_ledger
-    from pairlab.core.errors import PairlabError
-
-    try:
-        totals = ingest_ledger(collected, out_dir)
-    except PairlabError as exc:
-        return None, exc.message
-    value = totals.get("observed_returned_tokens") if totals else None
-    return (value if isinstance(value, int) else None), None
 
 
 def run_one_episode(
@@ -55,10 +35,9 @@ def run_one_episode(
     timeout_s: float | None,
     account_dir: Path | None,
 ) -> dict[str, Any]:
-    from pairlab.adapters.backends import make_backend
     from pairlab.adapters.episode.build import episode_spec
-    from pairlab.adapters.episode.grading import grade
-    from pairlab.adapters.episode.io import extract_final_answer, sim_account_dir
+    from pairlab.adapters.episode.io import sim_account_dir
+    from pairlab.adapters.episode.session import collect_episode, open_run_environment, prepared
     from pairlab.adapters.paths import catalog_dir
     from pairlab.adapters.profiles import load_named_profile
     from pairlab.core.records import sha256_text
@@ -82,27 +61,20 @@ def run_one_episode(
         pair_id=pair_id,
         episode_id=make_episode_id(pair_id, arm),
     )
-    endpoint = None
-    if profile.endpoint == "emulator":  # the provider emulator, for this one episode
-        from pairlab.adapters.run.provider import open_run_endpoint
-
-        endpoint = open_run_endpoint(
-            profile, run_id=run_id, backend_name=backend_name, ledger_dir=out / "emulator"
-        )
+    # the provider emulator for this one episode when the profile runs against it
+    env = open_run_environment(
+        profile, backend_name=backend_name, run_id=run_id, ledger_dir=out / "emulator"
+    )
     try:
-        registered = (
-            endpoint.register(
-                episode_id=planned.episode_id, task_id=task.id, arm=arm, repetition=0, seed=seed
-            )
-            if endpoint is not None
-            else None
+        registered = env.register(
+            episode_id=planned.episode_id, task_id=task.id, arm=arm, repetition=0, seed=seed
         )
         spec = episode_spec(
             planned,
             run_id=run_id,
             suite=suite,
             entry=task,
-            profile=endpoint.profile if endpoint else profile,
+            profile=env.profile,
             model=model,
             seed=seed,
             keep_workspace=keep,
@@ -110,27 +82,16 @@ def run_one_episode(
             timeout_s=timeout_s,
             endpoint_url=registered.url if registered else None,
         )
-        backend = endpoint.backend if endpoint else make_backend(backend_name, run_id=run_id)
-        prepared = backend.prepare(spec)
-        try:
-            outcome = backend.run(prepared)
-            collected = backend.collect(prepared, out / "collected")
-            final_answer = extract_final_answer(outcome.stdout, profile.client)
-            delivered, ledger_error = _delivered_tokens(collected, out)
-            checks = grade(backend, prepared, task, final_answer, delivered)
-        finally:
-            backend.cleanup(prepared)
-        truth = None
-        if endpoint is not None and registered is not None:
-            from pairlab.adapters.episode.io import read_episode_usage
-
-            usage = read_episode_usage(profile, collected)
-            truth = endpoint.check_episode(
-                registered, out, client=profile.client, reader=usage.vector, stdout=outcome.stdout
-            ).to_json()
+        with prepared(env.backend, spec) as episode:
+            outcome = env.backend.run(episode)
+            got = collect_episode(
+                env.backend, episode, env.profile, task, outcome, out, soft_ledger=True
+            )
+        check = env.check_episode(registered, out, reader=got.usage.vector, stdout=outcome.stdout)
+        truth = check.to_json() if check is not None else None
     finally:
-        if endpoint is not None:
-            endpoint.close()
+        env.close()
+    checks, collected = got.checks, got.files
     passed = bool(checks) and all(c.passed is True for c in checks)
     return {
         "run_id": run_id,
@@ -139,9 +100,9 @@ def run_one_episode(
         "arm": arm,
         "profile": profile_name,
         "client": profile.client,
-        "backend": backend.name,
-        "argv": prepared.argv,
-        "secret_names": prepared.secret_names,
+        "backend": env.backend.name,
+        "argv": episode.argv,
+        "secret_names": episode.secret_names,
         "exit_code": outcome.exit_code,
         "timed_out": outcome.timed_out,
         "oom_killed": outcome.oom_killed,
@@ -154,9 +115,9 @@ def run_one_episode(
         "stderr_sha256": sha256_text(outcome.stderr),
         "stdout_truncated": outcome.stdout_truncated,
         "stderr_truncated": outcome.stderr_truncated,
-        "final_answer": final_answer,
-        "delivered_tokens": delivered,
-        "ledger_error": ledger_error,
+        "final_answer": got.final_answer,
+        "delivered_tokens": got.delivered_tokens,
+        "ledger_error": got.ledger_error,
         "collected": {
             "dest": str(collected.dest),
             "files": [f.model_dump() for f in collected.files],
@@ -164,7 +125,7 @@ def run_one_episode(
         "grader_checks": [c.model_dump(mode="json") for c in checks],
         "ground_truth": truth,
         "kept": keep,
-        "workspace": prepared.mounts.get("workspace") if keep else None,
+        "workspace": episode.mounts.get("workspace") if keep else None,
         "passed": passed,
     }
 

@@ -1,8 +1,9 @@
 """Building the episode record (schema v2) from what one episode produced.
 
-Pure: the caller gathers the outcome, usage, checks, quota snapshots and the
-concurrent-use assessment; this module only decides what goes into the record
-(including the per-window quota consumption, :mod:`pairlab.core.quota.consumption`).
+Pure: the record is assembled from typed parts (identity, outcome, usage, quota
+interval, grading, delivery evidence), each built by the step that knows it; this
+module only decides what goes into the record (including the per-window quota
+consumption, :mod:`pairlab.core.quota.consumption`).
 Missing measurements stay ``None``; transcripts are attached only when asked for,
 hashes always.
 """
@@ -11,8 +12,11 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Sequence
+from dataclasses import dataclass
 from datetime import datetime
+from typing import Any
 
+from pairlab.core.findings.evidence import EpisodeEvidence
 from pairlab.core.quota.consumption import (
     UNKNOWN_CONCURRENT_USE,
     ConcurrentUse,
@@ -57,103 +61,165 @@ def exclusion_for(
     return None
 
 
+@dataclass(frozen=True)
+class EpisodeIdentity:
+    """Which planned episode this is (from the schedule)."""
+
+    run_id: str
+    episode_id: str
+    pair_id: str
+    task_id: str
+    arm: str
+    repetition: int
+    order: int
+    stratum: str | None = None
+    quota_interval_id: str | None = None
+
+
+@dataclass(frozen=True)
+class EpisodeOutcome:
+    """What the agent's run did (from the backend), and whether to keep its transcript."""
+
+    backend: str
+    started_at: datetime | None
+    ended_at: datetime | None
+    exit_code: int | None
+    timed_out: bool
+    latency_ms: float | None
+    prompt: str
+    stdout: str
+    stderr: str
+    include_transcript: bool = False
+
+
+@dataclass(frozen=True)
+class RecordedUsage:
+    """Who answered and what it used (from the usage reader), and its price."""
+
+    client: str
+    client_version: str | None
+    model: str | None
+    session_id: str | None
+    vector: UsageVector | None
+    api_calls: int | None
+    provenance: dict[str, int] | None
+    cost_usd: float | None = None
+    api_list_price_usd: float | None = None
+    price_catalog_version: str | None = None
+    model_version: str | None = None
+    tool_calls: int | None = None
+
+
+@dataclass(frozen=True)
+class QuotaInterval:
+    """The quota snapshots around the run and the concurrent-use assessment (None
+    snapshots: the account was not observed)."""
+
+    before: list[QuotaObservation] | None = None
+    after: list[QuotaObservation] | None = None
+    concurrent_use: ConcurrentUse = UNKNOWN_CONCURRENT_USE
+
+
+@dataclass(frozen=True)
+class Grading:
+    """The grader checks and the suite's exclusion rule that applied (or None)."""
+
+    checks: Sequence[GraderCheck]
+    exclusion: str | None = None
+
+
+@dataclass(frozen=True)
+class DeliveryEvidence:
+    """The MCP ledger's totals and the intervention's finding evidence. Without the
+    intervention's own account of the tool-call join, the labelled episode fallback
+    join applies and the delivered tokens are the ledger's."""
+
+    ledger: dict[str, int | None] | None = None
+    findings: EpisodeEvidence | None = None
+
+    def fields(self) -> dict[str, Any]:
+        e = self.findings
+        if e is None:
+            delivered = self.ledger.get("observed_returned_tokens") if self.ledger else None
+            return {"join_method": "fallback", "delivered_tokens": delivered, "ledger": self.ledger}
+        return {
+            "ledger": self.ledger,
+            "finding_ids": e.finding_ids,
+            "shadow_finding_ids": e.shadow_finding_ids,
+            "delivered_tokens": e.delivered_tokens,
+            "shadow_tokens": e.shadow_tokens,
+            "injection_id": e.injection_id,
+            "tool_call_id": e.tool_call_id,
+            "join_method": e.join_method,
+            "join_fallback_reason": e.join_fallback_reason,
+            "mcp_tool_calls": e.mcp_calls,
+            "finding_evidence": e.to_json(),
+        }
+
+
 def build_episode_record(
-    *,
-    run_id: str,
-    episode_id: str,
-    pair_id: str,
-    task_id: str,
-    arm: str,
-    repetition: int,
-    order: int,
-    stratum: str | None,
-    client: str,
-    client_version: str | None,
-    model: str | None,
-    model_version: str | None,
-    session_id: str | None,
-    backend: str,
-    started_at: datetime | None,
-    ended_at: datetime | None,
-    exit_code: int | None,
-    timed_out: bool,
-    latency_ms: float | None,
-    prompt: str,
-    stdout: str,
-    stderr: str,
-    include_transcript: bool,
-    usage: UsageVector | None,
-    api_calls: int | None,
-    usage_provenance: dict[str, int] | None,
-    checks: Sequence[GraderCheck],
-    exclusion: str | None,
-    quota_before: list[QuotaObservation] | None,
-    quota_after: list[QuotaObservation] | None,
-    tool_calls: int | None = None,
-    join_method: str | None = None,
-    tool_call_id: str | None = None,
-    delivered_tokens: int | None = None,
-    cost_usd: float | None = None,
-    api_list_price_usd: float | None = None,
-    price_catalog_version: str | None = None,
-    ledger: dict[str, int | None] | None = None,
-    concurrent_use: ConcurrentUse = UNKNOWN_CONCURRENT_USE,
-    quota_interval_id: str | None = None,
+    identity: EpisodeIdentity,
+    outcome: EpisodeOutcome,
+    usage: RecordedUsage,
+    quota: QuotaInterval,
+    grading: Grading,
+    evidence: DeliveryEvidence | None = None,
 ) -> EpisodeRecord:
-    vector = usage or UsageVector()
-    correct = is_correct(checks)
-    observed = quota_before is not None or quota_after is not None
+    """The record from its parts, each built by the step that knows it. Every field is
+    set once: the per-window quota consumption is computed here (null + reason unless
+    usable), success from the exit code, correctness from the checks."""
+    vector = usage.vector or UsageVector()
+    observed = quota.before is not None or quota.after is not None
     consumption = (
-        interval_consumption(quota_before, quota_after, concurrent_use.unrelated)
+        interval_consumption(quota.before, quota.after, quota.concurrent_use.unrelated)
         if observed
         else None
     )
+    prompt, stdout, stderr = outcome.prompt, outcome.stdout, outcome.stderr
     return EpisodeRecord(
-        episode_id=episode_id,
-        session_id=session_id,
-        tool_call_id=tool_call_id,
-        client=client,
-        client_version=client_version,
-        model=model,
-        model_version=model_version,
-        task_id=task_id,
-        pair_id=pair_id,
-        arm=arm,
-        delivered_tokens=delivered_tokens,
-        success=None if exit_code is None else (exit_code == 0 and not timed_out),
-        correct=correct,
-        latency_ms=latency_ms,
-        cost_usd=cost_usd,
-        run_id=run_id,
-        repetition=repetition,
-        order=order,
-        stratum=stratum,
-        started_at=started_at,
-        ended_at=ended_at,
-        exit_code=exit_code,
-        timed_out=timed_out,
-        excluded=exclusion is not None,
-        excluded_reason=exclusion,
-        grader_checks=list(checks),
-        tool_calls=tool_calls,
-        api_calls=api_calls,
+        episode_id=identity.episode_id,
+        session_id=usage.session_id,
+        client=usage.client,
+        client_version=usage.client_version,
+        model=usage.model,
+        model_version=usage.model_version,
+        task_id=identity.task_id,
+        pair_id=identity.pair_id,
+        arm=identity.arm,
+        success=None
+        if outcome.exit_code is None
+        else (outcome.exit_code == 0 and not outcome.timed_out),
+        correct=is_correct(grading.checks),
+        latency_ms=outcome.latency_ms,
+        cost_usd=usage.cost_usd,
+        run_id=identity.run_id,
+        repetition=identity.repetition,
+        order=identity.order,
+        stratum=identity.stratum,
+        started_at=outcome.started_at,
+        ended_at=outcome.ended_at,
+        exit_code=outcome.exit_code,
+        timed_out=outcome.timed_out,
+        excluded=grading.exclusion is not None,
+        excluded_reason=grading.exclusion,
+        grader_checks=list(grading.checks),
+        tool_calls=usage.tool_calls,
+        api_calls=usage.api_calls,
         prompt_sha256=sha256_text(prompt),
         stdout_sha256=sha256_text(stdout),
         stderr_sha256=sha256_text(stderr),
-        usage_provenance=usage_provenance,
-        join_method=join_method,  # type: ignore[arg-type]
-        quota_before=quota_before,
-        quota_after=quota_after,
+        usage_provenance=usage.provenance,
+        quota_before=quota.before,
+        quota_after=quota.after,
         quota_consumption=consumption,
-        unrelated_concurrent_quota_use=concurrent_use.unrelated,
-        concurrent_use_basis=concurrent_use.basis,
-        quota_interval_id=quota_interval_id,
-        price_catalog_version=price_catalog_version,
-        api_list_price_usd=api_list_price_usd,
-        ledger=ledger,
-        backend=backend,
+        unrelated_concurrent_quota_use=quota.concurrent_use.unrelated,
+        concurrent_use_basis=quota.concurrent_use.basis,
+        quota_interval_id=identity.quota_interval_id,
+        price_catalog_version=usage.price_catalog_version,
+        api_list_price_usd=usage.api_list_price_usd,
+        backend=outcome.backend,
         transcript=Transcript(prompt=prompt, stdout=stdout, stderr=stderr)
-        if include_transcript
+        if outcome.include_transcript
         else None,
         uncached_input_tokens=vector.uncached_input,
         cached_input_tokens=vector.cache_read,
@@ -163,4 +229,5 @@ def build_episode_record(
         output_tokens=vector.output,
         reasoning_tokens=vector.reasoning,
         total_tokens=vector.total,
+        **(evidence.fields() if evidence is not None else {}),
     )

@@ -241,40 +241,51 @@ def _eval_record(
     arm: str, start: float | None, end: float | None, concurrent: bool | None
 ) -> EpisodeRecord:
     from pairlab.core.quota.consumption import ConcurrentUse
-    from pairlab.core.records import build_episode_record
+    from pairlab.core.records import (
+        EpisodeIdentity,
+        EpisodeOutcome,
+        Grading,
+        QuotaInterval,
+        RecordedUsage,
+        build_episode_record,
+    )
 
     return build_episode_record(
-        run_id="r",
-        episode_id=f"r:t:0:{arm}",
-        pair_id="r:t:0",
-        task_id="t",
-        arm=arm,
-        repetition=0,
-        order=0,
-        stratum=None,
-        client="sim",
-        client_version="1",
-        model="m",
-        model_version=None,
-        session_id=None,
-        backend="local",
-        started_at=T0,
-        ended_at=T0,
-        exit_code=0,
-        timed_out=False,
-        latency_ms=1.0,
-        prompt="p",
-        stdout="",
-        stderr="",
-        include_transcript=False,
-        usage=None,
-        api_calls=None,
-        usage_provenance=None,
-        checks=[],
-        exclusion=None,
-        quota_before=[obs(start)],
-        quota_after=[obs(end, minutes=1)],
-        concurrent_use=ConcurrentUse(concurrent, "simulator-charge-log"),
+        EpisodeIdentity(
+            run_id="r",
+            episode_id=f"r:t:0:{arm}",
+            pair_id="r:t:0",
+            task_id="t",
+            arm=arm,
+            repetition=0,
+            order=0,
+        ),
+        EpisodeOutcome(
+            backend="local",
+            started_at=T0,
+            ended_at=T0,
+            exit_code=0,
+            timed_out=False,
+            latency_ms=1.0,
+            prompt="p",
+            stdout="",
+            stderr="",
+        ),
+        RecordedUsage(
+            client="sim",
+            client_version="1",
+            model="m",
+            session_id=None,
+            vector=None,
+            api_calls=None,
+            provenance=None,
+        ),
+        QuotaInterval(
+            before=[obs(start)],
+            after=[obs(end, minutes=1)],
+            concurrent_use=ConcurrentUse(concurrent, "simulator-charge-log"),
+        ),
+        Grading(checks=[]),
     )
 
 

@@ -46,6 +46,7 @@ from pairlab.adapters.certify.sim import (
 )
 from pairlab.adapters.certify.sim_probe import host_env_for
 from pairlab.adapters.episode.finding_evidence import lifecycle_of
+from pairlab.adapters.episode.session import run_and_collect
 from pairlab.adapters.paths import catalog_dir
 from pairlab.adapters.run.provider import EpisodeEndpoint, RunEndpoint, open_run_endpoint
 from pairlab.core.emulator.run_settings import EmulatorSettings
@@ -217,13 +218,8 @@ class _LiveProbe:
             seed=PROBE_SEED,
             endpoint_url=registered.url,
         )
-        prepared = self.backend.prepare(spec)
-        try:
-            outcome = self.backend.run(prepared)
-            dest = self.scratch / f"collected-{self.count}"
-            self.backend.collect(prepared, dest)
-        finally:
-            self.backend.cleanup(prepared)
+        dest = self.scratch / f"collected-{self.count}"
+        _, outcome, _ = run_and_collect(self.backend, spec, dest)
         error = outcome.error or ("timed out" if outcome.timed_out else None)
         return registered, dest, outcome.stdout + "\n" + outcome.stderr, outcome.exit_code, error
 

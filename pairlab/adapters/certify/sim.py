@@ -35,6 +35,7 @@ from pairlab.adapters.certify.sim_probe import (
     parse_truth_seen,
     plant_host_config,
 )
+from pairlab.adapters.episode.session import run_and_collect
 from pairlab.adapters.paths import REPO_ROOT
 from pairlab.adapters.profiles import scan_profiles
 from pairlab.core.errors import InvalidInputError, PairlabError, ReasonCode
@@ -139,13 +140,8 @@ class _Probe:
             timeout_s=min(self.profile.timeout_s, PROBE_TIMEOUT_S),
             sim_account_dir=self.scratch / "account" if self.profile.quota.probe == "sim" else None,
         )
-        prepared = self.backend.prepare(spec)
-        try:
-            outcome = self.backend.run(prepared)
-            dest = self.scratch / f"collected-{self.count}"
-            self.backend.collect(prepared, dest)
-        finally:
-            self.backend.cleanup(prepared)
+        dest = self.scratch / f"collected-{self.count}"
+        _, outcome, _ = run_and_collect(self.backend, spec, dest)
         if outcome.error is not None:
             raise _ProbeFailed(f"{arm} episode did not start: {outcome.error}")
         if outcome.timed_out:

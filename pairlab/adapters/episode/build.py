@@ -5,20 +5,27 @@ the catalog) from what the episode produced.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from pathlib import Path
 
 from pairlab.adapters.backends.base import EpisodeSpec, GraphSeed, RunOutcome
 from pairlab.adapters.episode.io import EpisodeUsage, price_episode
-from pairlab.core.findings.evidence import EpisodeEvidence
+from pairlab.adapters.episode.session import CollectedEpisode
+from pairlab.adapters.quota.account import QuotaBracket
 from pairlab.core.findings.retrieval import DEFAULT_HOLDOUT_SHARE
-from pairlab.core.quota.consumption import UNKNOWN_CONCURRENT_USE, ConcurrentUse
-from pairlab.core.records import build_episode_record, exclusion_for
+from pairlab.core.records import (
+    DeliveryEvidence,
+    EpisodeIdentity,
+    EpisodeOutcome,
+    Grading,
+    QuotaInterval,
+    RecordedUsage,
+    build_episode_record,
+    exclusion_for,
+)
 from pairlab.core.schedule import PlannedEpisode
 from pairlab.core.schemas.catalog import LoadedSuite, TaskEntry
-from pairlab.core.schemas.episode import EpisodeRecord, GraderCheck
+from pairlab.core.schemas.episode import EpisodeRecord
 from pairlab.core.schemas.profile import RunnerProfile
-from pairlab.core.schemas.quota import QuotaObservation
 
 
 def episode_spec(
@@ -82,31 +89,23 @@ def episode_record(
     planned: PlannedEpisode,
     *,
     run_id: str,
-    stratum: str | None,
     suite: LoadedSuite,
     entry: TaskEntry,
     profile: RunnerProfile,
     backend_name: str,
     requested_model: str | None,
     outcome: RunOutcome,
-    usage: EpisodeUsage,
-    checks: Sequence[GraderCheck],
-    quota_before: list[QuotaObservation],
-    quota_after: list[QuotaObservation],
-    ledger: dict[str, int | None] | None,
+    collected: CollectedEpisode,
+    quota: QuotaBracket,
     include_transcript: bool,
-    concurrent_use: ConcurrentUse = UNKNOWN_CONCURRENT_USE,
-    evidence: EpisodeEvidence | None = None,
+    stratum: str | None = None,
 ) -> EpisodeRecord:
-    """The schema-v2 record of one episode; the suite's exclusion rules applied, usage priced,
-    quota consumption per window computed (null + reason unless usable); with the
-    intervention's ``evidence`` its finding fields and the exact/fallback tool-call join."""
+    """The schema-v2 record of one episode from the parts its steps produced: the suite's
+    exclusion rules applied, usage priced, quota consumption per window computed (null +
+    reason unless usable); with the intervention's evidence (``collected.evidence``) its
+    finding fields and the exact/fallback tool-call join. ``stratum`` None: the plan's."""
     _same_task(planned, entry)
-    model = usage.primary_model or requested_model or profile.model
-    list_price_usd, catalog_version = price_episode(
-        profile, model, outcome.started_at, usage.vector, usage.api_calls
-    )
-    record = build_episode_record(
+    identity = EpisodeIdentity(
         run_id=run_id,
         episode_id=planned.episode_id,
         pair_id=planned.pair_id,
@@ -114,12 +113,10 @@ def episode_record(
         arm=planned.arm,
         repetition=planned.repetition,
         order=planned.order,
-        stratum=stratum,
-        client=profile.client,
-        client_version=usage.cli_version or profile.version,
-        model=model,
-        model_version=None,
-        session_id=usage.session_id,
+        stratum=planned.stratum if stratum is None else stratum,
+        quota_interval_id=planned.quota_interval,
+    )
+    run = EpisodeOutcome(
         backend=backend_name,
         started_at=outcome.started_at,
         ended_at=outcome.ended_at,
@@ -130,45 +127,41 @@ def episode_record(
         stdout=outcome.stdout,
         stderr=outcome.stderr,
         include_transcript=include_transcript,
-        usage=usage.vector,
-        api_calls=usage.api_calls,
-        usage_provenance=usage.provenance_counts(),
-        checks=checks,
+    )
+    grading = Grading(
+        checks=collected.checks,
         exclusion=exclusion_for(
             started=outcome.exit_code is not None or outcome.timed_out,
-            checks=checks,
+            checks=collected.checks,
             rules=[r.when for r in suite.suite.exclusion_rules],
         ),
-        quota_before=quota_before,
-        quota_after=quota_after,
-        # No client surface here exposes tool-call ids: the labelled episode fallback join.
-        join_method="fallback",
-        delivered_tokens=ledger.get("observed_returned_tokens") if ledger else None,
+    )
+    interval = QuotaInterval(quota.before, quota.after, quota.concurrent_use)
+    evidence = DeliveryEvidence(ledger=collected.ledger, findings=collected.evidence)
+    usage = recorded_usage(profile, requested_model, outcome, collected.usage)
+    return build_episode_record(identity, run, usage, interval, grading, evidence)
+
+
+def recorded_usage(
+    profile: RunnerProfile, requested_model: str | None, outcome: RunOutcome, usage: EpisodeUsage
+) -> RecordedUsage:
+    """The usage part of the record: the model that answered most calls (else the one
+    asked for, else the profile's), the reader's vector, priced with the catalog."""
+    model = usage.primary_model or requested_model or profile.model
+    list_price_usd, catalog_version = price_episode(
+        profile, model, outcome.started_at, usage.vector, usage.api_calls
+    )
+    return RecordedUsage(
+        client=profile.client,
+        client_version=usage.cli_version or profile.version,
+        model=model,
+        session_id=usage.session_id,
+        vector=usage.vector,
+        api_calls=usage.api_calls,
+        provenance=usage.provenance_counts(),
         cost_usd=usage.provider_reported_cost_usd,
-        ledger=ledger,
         api_list_price_usd=list_price_usd,
         price_catalog_version=catalog_version,
-        concurrent_use=concurrent_use,
-        quota_interval_id=planned.quota_interval,
-    )
-    return record if evidence is None else with_evidence(record, evidence)
-
-
-def with_evidence(record: EpisodeRecord, evidence: EpisodeEvidence) -> EpisodeRecord:
-    """The record with the intervention's own account of findings and the tool-call join."""
-    return record.model_copy(
-        update={
-            "finding_ids": evidence.finding_ids,
-            "shadow_finding_ids": evidence.shadow_finding_ids,
-            "delivered_tokens": evidence.delivered_tokens,
-            "shadow_tokens": evidence.shadow_tokens,
-            "injection_id": evidence.injection_id,
-            "tool_call_id": evidence.tool_call_id,
-            "join_method": evidence.join_method,
-            "join_fallback_reason": evidence.join_fallback_reason,
-            "mcp_tool_calls": evidence.mcp_calls,
-            "finding_evidence": evidence.to_json(),
-        }
     )
 
 

@@ -1,4 +1,5 @@
-"""The episode-side glue the flow needs: inputs, quota, usage, ledger, final answer.
+"""The episode-side glue the flow needs: inputs, usage, ledger, final answer, price
+(the quota snapshots and the quota bracket: :mod:`pairlab.adapters.quota.account`).
 
 Each function does one I/O step for an episode and returns plain values; the
 Prefect tasks wrap them. Probes and readers fail soft: a missing measurement
@@ -10,7 +11,6 @@ from __future__ import annotations
 import fnmatch
 import functools
 import re
-from collections.abc import Collection
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
@@ -20,10 +20,8 @@ from pairlab.adapters.paths import catalog_dir
 from pairlab.adapters.profiles import load_named_profile
 from pairlab.core.accounting.ledger_rules import LEDGER_ROWS_FILE
 from pairlab.core.prices import PriceCatalog
-from pairlab.core.quota.consumption import UNKNOWN_CONCURRENT_USE, ConcurrentUse
 from pairlab.core.schemas.catalog import LoadedSuite, load_suite
 from pairlab.core.schemas.profile import RunnerProfile
-from pairlab.core.schemas.quota import QuotaObservation
 from pairlab.core.schemas.usage import UsageVector
 
 FINAL_ANSWER = re.compile(r"^FINAL ANSWER:\s?(.*)$", re.MULTILINE)
@@ -40,56 +38,6 @@ def sim_account_dir(work_dir: Path, profile: RunnerProfile) -> Path | None:
     path = (work_dir / "sim-account").resolve()
     path.mkdir(parents=True, exist_ok=True)
     return path
-
-
-def snapshot_quota(profile: RunnerProfile, account_dir: Path | None) -> list[QuotaObservation]:
-    from pairlab.adapters.quota import make_probe
-
-    options: dict[str, object] = dict(profile.quota.options)
-    if account_dir is not None:
-        options.setdefault("account_dir", str(account_dir))
-    return make_probe(profile.quota.probe, **options).snapshot()
-
-
-def concurrency_mark(profile: RunnerProfile, account_dir: Path | None) -> int | None:
-    """Where the account keeps a charge log (the simulator's, the provider emulator's), its
-    counter now; else None."""
-    if profile.quota.charge_log_url is not None:
-        from pairlab.adapters.quota.emulator_account import charge_mark as emulator_mark
-
-        return emulator_mark(profile.quota.charge_log_url)
-    if profile.quota.probe != "sim" or account_dir is None:
-        return None
-    from pairlab.adapters.quota.sim_account import charge_mark
-
-    return charge_mark(account_dir)
-
-
-def assess_concurrent_use(
-    profile: RunnerProfile,
-    account_dir: Path | None,
-    marks: tuple[int | None, int | None],
-    own_episode_ids: Collection[str],
-    asserted: bool | None,
-) -> ConcurrentUse:
-    """Did anything else consume the account between the two marks?
-
-    The simulator's or the provider emulator's account: its charge log decides (ground
-    truth; the operator's assertion is not needed). Any other account: the operator's
-    assertion from the run parameters, unknown when there is none."""
-    if profile.quota.charge_log_url is not None:
-        from pairlab.adapters.quota.emulator_account import assess_from_emulator
-
-        return assess_from_emulator(
-            profile.quota.charge_log_url, marks[0], marks[1], own_episode_ids
-        )
-    if profile.quota.probe == "sim" and account_dir is not None:
-        from pairlab.adapters.quota.sim_account import assess_from_log
-
-        return assess_from_log(account_dir, marks[0], marks[1], own_episode_ids)
-    if asserted is None:
-        return UNKNOWN_CONCURRENT_USE
-    return ConcurrentUse(unrelated=asserted, basis="operator-assertion")
 
 
 @dataclass

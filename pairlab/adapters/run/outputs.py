@@ -19,18 +19,17 @@ import polars as pl
 from pairlab.adapters.run.directory import RunDir, write_atomic
 from pairlab.adapters.run.forest_plot import PLOTTED_METRIC, write_forest_plot
 from pairlab.adapters.run.quota_interval_files import read_intervals_jsonl
-from pairlab.core.analysis.cohorts import resolve_min_pairs
 from pairlab.core.analysis.study_plan import FROZEN_PLAN_NAME, read_frozen_plan
 from pairlab.core.quota.consumption import record_columns
 from pairlab.core.report.run import (
     REPORT_FILES,
     RUN_SETTINGS_NAME,
-    QuotaIntervalSettings,
     RenderedReport,
     RunSettings,
     render_run_report,
 )
 from pairlab.core.schemas.episode import EpisodeRecord
+from pairlab.core.schemas.profile import RunnerProfile
 from pairlab.core.verdict.artifact import Provider
 
 _NESTED = (
@@ -61,30 +60,7 @@ def episodes_table(records: Sequence[EpisodeRecord]) -> pl.DataFrame:
     return pl.DataFrame(rows, infer_schema_length=None)
 
 
-def run_settings(params: Any, profile: Any, schedule: Any, gate: int) -> RunSettings:
-    """``run.json`` of an evidence-eval run: its parameters as the report names them."""
-    return RunSettings(
-        run_id=schedule.run_id,
-        suite=params.suite,
-        profile=params.profile,
-        backend=params.backend,
-        arms=list(params.arms),
-        repetitions=params.repetitions,
-        seed=schedule.seed,
-        client=profile.client,
-        include_transcript=params.include_transcript,
-        gate=gate,
-        quota_provider=quota_provider(profile),
-        quota_intervals=None
-        if schedule.quota_intervals is None
-        else QuotaIntervalSettings(
-            episodes_per_interval=schedule.quota_intervals.episodes_per_interval,
-            interval_s=schedule.quota_intervals.interval_s,
-        ),
-    )
-
-
-def quota_provider(profile: Any) -> Provider | None:
+def quota_provider(profile: RunnerProfile) -> Provider | None:
     """The provider loom's quota observations name for the profile's client: its usage
     reader's (the simulator writes claude's or codex's records), None for others."""
     try:
@@ -116,15 +92,12 @@ def write_run_outputs(
     records: Sequence[EpisodeRecord],
     planned_ids: Sequence[str],
     analysis: dict[str, Any],
-    params: Any,
-    profile: Any,
-    schedule: Any,
+    settings: RunSettings,
 ) -> dict[str, Any]:
+    """The run's files: episodes (JSONL, Parquet), ``run.json`` (``settings``, built by the
+    flow), the report in every format, the effects table and the forest plot."""
     episodes_path = run_dir.write_episodes_jsonl(records, planned_ids)
     episodes_table(records).write_parquet(run_dir.path / "episodes.parquet")
-    settings = run_settings(
-        params, profile, schedule, int(analysis.get("gate", resolve_min_pairs(params.min_pairs)))
-    )
     write_atomic(run_dir.path / RUN_SETTINGS_NAME, settings.to_json_text().encode("utf-8"))
     rendered = render_run_report(
         settings,

@@ -1,0 +1,230 @@
+"""The episode lifecycle's parts, written once: the run's environment, a prepared episode
+with a guaranteed cleanup, and the collection of what an episode left.
+
+Every runner of episodes (the eval and canary flows, ``pairlab episode run``, both
+certify probes, the benches) assembles these parts and re-implements no step:
+
+* :func:`open_run_environment` always returns a :class:`RunEnvironment` (the backend
+  to use, the profile as wired, the provider emulator when the profile runs against
+  one), so no caller branches on the emulator;
+* :func:`prepared` prepares an episode, yields it, and cleans it up whatever happened;
+* :func:`collect_episode` copies the files out and reads what they hold: usage, the
+  MCP ledger, the final answer, the grader checks and the finding evidence.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from pairlab.adapters.backends.base import (
+    CollectedFiles,
+    EpisodeSpec,
+    ExecutionBackend,
+    PreparedEpisode,
+    RunOutcome,
+)
+from pairlab.adapters.episode.io import (
+    EpisodeUsage,
+    extract_final_answer,
+    ingest_ledger,
+    read_episode_usage,
+    usage_files,
+)
+from pairlab.core.emulator.run_settings import EmulatorSettings
+from pairlab.core.errors import PairlabError
+from pairlab.core.findings.evidence import EpisodeEvidence
+from pairlab.core.schemas.catalog import TaskEntry
+from pairlab.core.schemas.episode import GraderCheck
+from pairlab.core.schemas.profile import RunnerProfile
+from pairlab.core.schemas.usage import UsageVector
+
+if TYPE_CHECKING:  # the emulator is imported only by runs that open one
+    from pairlab.adapters.run.provider import EpisodeEndpoint, GroundTruthCheck, RunEndpoint
+
+
+@dataclass(frozen=True)
+class RunEnvironment:
+    """Where a run's episodes execute: the backend, the profile as wired (against the
+    provider emulator when ``provider`` is set) and the emulator itself (or None)."""
+
+    backend: ExecutionBackend
+    profile: RunnerProfile
+    provider: RunEndpoint | None = None
+
+    def register(
+        self, *, episode_id: str, task_id: str, arm: str, repetition: int, seed: int
+    ) -> EpisodeEndpoint | None:
+        """The episode's own base URL on the emulator (None: no emulator)."""
+        if self.provider is None:
+            return None
+        return self.provider.register(
+            episode_id=episode_id, task_id=task_id, arm=arm, repetition=repetition, seed=seed
+        )
+
+    def check_episode(
+        self,
+        registered: EpisodeEndpoint | None,
+        episode_dir: Path,
+        *,
+        reader: UsageVector | None,
+        stdout: str,
+    ) -> GroundTruthCheck | None:
+        """The emulator's ground truth against the usage read (None: no emulator)."""
+        if self.provider is None or registered is None:
+            return None
+        return self.provider.check_episode(
+            registered,
+            episode_dir,
+            client=self.profile.client,
+            reader=reader,
+            stdout=stdout,
+        )
+
+    def close(self) -> None:
+        if self.provider is not None:
+            self.provider.close()
+
+
+def open_run_environment(
+    profile: RunnerProfile,
+    *,
+    backend_name: str,
+    run_id: str,
+    ledger_dir: Path,
+    settings: EmulatorSettings | None = None,
+    with_provider: bool = True,
+) -> RunEnvironment:
+    """The run's environment. A profile with ``endpoint: emulator`` gets the provider
+    emulator (and, on Docker, its run network) unless ``with_provider`` is False (the
+    work-pool dispatcher: each worker opens its own); any other gets the named backend."""
+    if profile.endpoint == "emulator" and with_provider:
+        from pairlab.adapters.run.provider import open_run_endpoint
+
+        provider = open_run_endpoint(
+            profile,
+            run_id=run_id,
+            backend_name=backend_name,
+            ledger_dir=ledger_dir,
+            settings=settings,
+        )
+        return RunEnvironment(provider.backend, provider.profile, provider)
+    from pairlab.adapters.backends.factory import make_backend
+
+    return RunEnvironment(make_backend(backend_name, run_id=run_id), profile)
+
+
+Prepare = Callable[[ExecutionBackend, EpisodeSpec], PreparedEpisode]
+Cleanup = Callable[[ExecutionBackend, PreparedEpisode], None]
+
+
+def _prepare(backend: ExecutionBackend, spec: EpisodeSpec) -> PreparedEpisode:
+    return backend.prepare(spec)
+
+
+def _cleanup(backend: ExecutionBackend, prepared: PreparedEpisode) -> None:
+    backend.cleanup(prepared)
+
+
+@contextmanager
+def prepared(
+    backend: ExecutionBackend,
+    spec: EpisodeSpec,
+    *,
+    prepare: Prepare = _prepare,
+    cleanup: Cleanup = _cleanup,
+) -> Iterator[PreparedEpisode]:
+    """Prepare the episode, yield it, and clean it up even when the body raised.
+
+    ``prepare``/``cleanup`` default to the backend's own; the flows pass their Prefect
+    tasks (retried infrastructure steps, tasks/episode.py)."""
+    episode = prepare(backend, spec)
+    try:
+        yield episode
+    finally:
+        cleanup(backend, episode)
+
+
+def run_and_collect(
+    backend: ExecutionBackend, spec: EpisodeSpec, dest: Path
+) -> tuple[PreparedEpisode, RunOutcome, CollectedFiles]:
+    """Prepare, run, copy the files out into ``dest``, clean up (the probes' lifecycle)."""
+    with prepared(backend, spec) as episode:
+        outcome = backend.run(episode)
+        files = backend.collect(episode, dest)
+    return episode, outcome, files
+
+
+@dataclass(frozen=True)
+class CollectedEpisode:
+    files: CollectedFiles
+    usage: EpisodeUsage
+    ledger: dict[str, int | None] | None
+    checks: list[GraderCheck]
+    evidence: EpisodeEvidence | None = None  # the intervention's finding evidence and join
+    final_answer: str | None = None
+    ledger_error: str | None = None  # soft_ledger: why the ledger could not be read
+
+    @property
+    def delivered_tokens(self) -> int | None:
+        """Tokens the optimizer delivered, per the episode's MCP ledger (None when none)."""
+        value = self.ledger.get("observed_returned_tokens") if self.ledger else None
+        return value if isinstance(value, int) else None
+
+
+def collect_episode(
+    backend: ExecutionBackend,
+    episode: PreparedEpisode,
+    profile: RunnerProfile,
+    task_entry: TaskEntry,
+    outcome: RunOutcome,
+    episode_dir: Path,
+    *,
+    soft_ledger: bool = False,
+) -> CollectedEpisode:
+    """Copy the episode's files into ``<episode_dir>/collected``, read its
+    provider-native usage, ingest its MCP ledger rows into ``<episode_dir>/ledger.db``,
+    grade its workspace and final answer, read the intervention's finding evidence.
+
+    Every step is idempotent (collection overwrites, ledger rows are keyed, grading
+    reads), so the whole step may be retried on an infrastructure error. A ledger
+    that cannot be read raises, unless ``soft_ledger``: then its measurement stays None
+    (never 0) and the reason is kept in ``ledger_error``."""
+    from pairlab.adapters.episode.finding_evidence import read_episode_evidence
+    from pairlab.adapters.episode.grading import grade
+
+    files = backend.collect(episode, episode_dir / "collected")
+    usage = read_episode_usage(profile, files)
+    ledger, ledger_error = None, None
+    try:
+        ledger = ingest_ledger(files, episode_dir)
+    except PairlabError as exc:
+        if not soft_ledger:
+            raise
+        ledger_error = exc.message
+    delivered = ledger.get("observed_returned_tokens") if ledger else None
+    final_answer = extract_final_answer(outcome.stdout, profile.client)
+    checks = grade(backend, episode, task_entry, final_answer, delivered)
+    evidence = read_episode_evidence(files, usage_files(profile, files))
+    return CollectedEpisode(
+        files=files,
+        usage=usage,
+        ledger=ledger,
+        checks=checks,
+        evidence=evidence,
+        final_answer=final_answer,
+        ledger_error=ledger_error,
+    )
+
+
+__all__ = [
+    "CollectedEpisode",
+    "RunEnvironment",
+    "collect_episode",
+    "open_run_environment",
+    "prepared",
+    "run_and_collect",
+]
