@@ -37,7 +37,7 @@ from typing import Any, Final
 
 from pairlab.adapters.backends.base import BASELINE_ARM, EpisodeSpec, ExecutionBackend
 from pairlab.adapters.certify.planted_config import MARKER_DIR, PlantedItem, plant
-from pairlab.adapters.certify.sim import (
+from pairlab.adapters.certify.report import (
     BackendFactory,
     CertifyCheck,
     IsolationMatrix,
