@@ -242,7 +242,7 @@ class _LiveProbe:
 
 def _cli_check(profile: RunnerProfile, backend_name: str) -> tuple[CertifyCheck, str | None]:
     if backend_name == "docker":
-        from pairlab.adapters.backends.docker import image_present
+        from pairlab.adapters.docker_engine import image_present
         from pairlab.adapters.run.provider import ensure_client_image
 
         tag = ensure_client_image(profile)

@@ -148,7 +148,7 @@ def _check_buildable(profile: RunnerProfile) -> CertifyCheck:
 
 def _check_runnable(profile: RunnerProfile, backend_name: str) -> CertifyCheck:
     if backend_name == "docker":
-        from pairlab.adapters.backends.docker import image_present
+        from pairlab.adapters.docker_engine import image_present
 
         image_id = image_present(profile.image)
         if image_id is None:
