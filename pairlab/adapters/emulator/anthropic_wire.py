@@ -14,7 +14,7 @@ import json
 from typing import Any, Final
 
 from pairlab.adapters.emulator.reply import Refusal, Reply, json_reply
-from pairlab.core.emulator.ledger import Fault
+from pairlab.core.emulator.request_ledger import Fault
 from pairlab.core.emulator.scripted_model import ModelTurn
 from pairlab.core.schemas.usage import UsageVector
 

@@ -6,7 +6,7 @@ shape), cut it into prompt blocks and count them, let the scripted model choose 
 turn from the request, refuse it if a fault is planned for it or the account's quota
 is exhausted, account its prompt caching, and answer (SSE or JSON). The ledger row is
 written once the answer is out: a refusal at once; a response when it was delivered
-whole or cut, billed for the usage it stated (``core.emulator.ledger``), and only
+whole or cut, billed for the usage it stated (``core.emulator.request_ledger``), and only
 then charged to the quota.
 """
 
@@ -24,7 +24,6 @@ from pairlab.adapters.emulator import anthropic_wire, openai_wire
 from pairlab.adapters.emulator.episodes import Account, Episode, LedgerWriter
 from pairlab.adapters.emulator.reply import Refusal, Reply, json_reply, sse_frame
 from pairlab.core.emulator.conversation import claude_conversation, codex_conversation
-from pairlab.core.emulator.ledger import Fault, RequestRow, TurnInfo
 from pairlab.core.emulator.prompt_blocks import (
     MalformedRequest,
     PromptLayout,
@@ -34,6 +33,7 @@ from pairlab.core.emulator.prompt_blocks import (
 )
 from pairlab.core.emulator.quota_model import QuotaSnapshot
 from pairlab.core.emulator.quota_surfaces import anthropic_unified_headers, codex_headers
+from pairlab.core.emulator.request_ledger import Fault, RequestRow, TurnInfo
 from pairlab.core.emulator.scripted_model import ModelTurn, next_turn
 from pairlab.core.schemas.usage import UsageVector
 

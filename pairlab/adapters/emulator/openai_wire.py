@@ -19,7 +19,7 @@ from collections.abc import Callable
 from typing import Any, Final
 
 from pairlab.adapters.emulator.reply import Refusal, Reply, json_reply
-from pairlab.core.emulator.ledger import Fault
+from pairlab.core.emulator.request_ledger import Fault
 from pairlab.core.emulator.scripted_model import ModelTurn
 from pairlab.core.schemas.usage import UsageVector
 
