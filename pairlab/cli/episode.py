@@ -12,11 +12,15 @@ import secrets
 import tempfile
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
 from pairlab.cli.output import emit_json
+
+if TYPE_CHECKING:
+    from pairlab.adapters.backends.base import PreparedEpisode, RunOutcome
+    from pairlab.adapters.episode.session import CollectedEpisode
 
 episode_app = typer.Typer(help="Run single episodes.", no_args_is_help=True)
 
@@ -40,7 +44,6 @@ def run_one_episode(
     from pairlab.adapters.episode.session import collect_episode, open_run_environment, prepared
     from pairlab.adapters.paths import catalog_dir
     from pairlab.adapters.profiles import load_named_profile
-    from pairlab.core.records import sha256_text
     from pairlab.core.schedule import PlannedEpisode
     from pairlab.core.schemas.catalog import load_suite
     from pairlab.core.schemas.episode import make_episode_id, make_pair_id
@@ -91,16 +94,23 @@ def run_one_episode(
         truth = check.to_json() if check is not None else None
     finally:
         env.close()
-    checks, collected = got.checks, got.files
-    passed = bool(checks) and all(c.passed is True for c in checks)
+    result = {"run_id": run_id, "episode_id": spec.episode_id, "task_id": task.id, "arm": arm}
+    result |= {"profile": profile_name, "client": profile.client, "backend": env.backend.name}
+    return result | _outcome_json(episode, outcome, got, truth, keep)
+
+
+def _outcome_json(
+    episode: PreparedEpisode,
+    outcome: RunOutcome,
+    got: CollectedEpisode,
+    truth: dict[str, Any] | None,
+    keep: bool,
+) -> dict[str, Any]:
+    """What the episode did, collected and was graded, as ``--json`` prints it."""
+    from pairlab.core.records import sha256_text
+
+    checks = got.checks
     return {
-        "run_id": run_id,
-        "episode_id": spec.episode_id,
-        "task_id": task.id,
-        "arm": arm,
-        "profile": profile_name,
-        "client": profile.client,
-        "backend": env.backend.name,
         "argv": episode.argv,
         "secret_names": episode.secret_names,
         "exit_code": outcome.exit_code,
@@ -119,14 +129,14 @@ def run_one_episode(
         "delivered_tokens": got.delivered_tokens,
         "ledger_error": got.ledger_error,
         "collected": {
-            "dest": str(collected.dest),
-            "files": [f.model_dump() for f in collected.files],
+            "dest": str(got.files.dest),
+            "files": [f.model_dump() for f in got.files.files],
         },
         "grader_checks": [c.model_dump(mode="json") for c in checks],
         "ground_truth": truth,
         "kept": keep,
         "workspace": episode.mounts.get("workspace") if keep else None,
-        "passed": passed,
+        "passed": bool(checks) and all(c.passed is True for c in checks),
     }
 
 
