@@ -5,18 +5,19 @@ The bracket is the same for one episode (the eval's per-episode snapshots), one
 arm's scheduled interval (a quota-aware eval, flows/evidence/quota_block.py) and one
 canary run (flows/canary/running.py):
 
-1. scheduled intervals only: wait for a whole second; the interval ends
-   ``interval_s`` after that second (loom's observations count whole epoch seconds,
-   so equal intervals have equal durations there too);
-2. the account's concurrency mark, the "before" snapshot;
+1. scheduled intervals only: wait for a whole second;
+2. the account's concurrency mark, the "before" snapshot; a scheduled interval ends
+   ``interval_s`` after the whole second it started in (loom's observations count
+   whole epoch seconds, so equal intervals have equal durations there too);
 3. the body runs;
 4. scheduled intervals only: an overrun is recorded (never hidden), then wait for the
    scheduled end;
 5. the "after" snapshot, the end mark, and the assessment of concurrent use between
    the marks (the bracket's own episodes are not "unrelated").
 
-The scheduled start is the wall clock, never a source's ``observed_at``: a rollout
-line's time may be older than the look, which would end the interval before it began.
+The scheduled start is the later of the wall clock and the snapshot's ``observed_at``
+(:func:`_anchor`): a rollout line's time may be older than the look, which would end
+the interval before it began.
 Probes fail soft: a missing measurement is unknown, never 0.
 """
 
@@ -119,11 +120,10 @@ def quota_interval(
     if interval_s is not None:
         wait_until(math.ceil(time.time()))
     started_at = datetime.now(UTC)
-    deadline = None if interval_s is None else math.floor(started_at.timestamp()) + interval_s
     start_mark = concurrency_mark(profile, account_dir)
-    bracket = QuotaBracket(
-        started_at=started_at, before=snapshot_quota(profile, account_dir), scheduled_s=interval_s
-    )
+    before = snapshot_quota(profile, account_dir)
+    bracket = QuotaBracket(started_at=started_at, before=before, scheduled_s=interval_s)
+    deadline = None if interval_s is None else math.floor(_anchor(started_at, before)) + interval_s
     yield bracket
     if deadline is not None:
         bracket.overrun = time.time() > deadline
@@ -134,6 +134,16 @@ def quota_interval(
     bracket.concurrent_use = assess_concurrent_use(
         profile, account_dir, (start_mark, end_mark), own_episode_ids, asserted_concurrent_use
     )
+
+
+def _anchor(started_at: datetime, before: list[QuotaObservation]) -> float:
+    """When a scheduled interval starts: the later of the wall-clock start and the "before"
+    snapshot's own time. A fresh source (the simulator) times its look after the start, so
+    the interval ends exactly ``interval_s`` whole seconds after the look loom will see,
+    even when taking the mark and the snapshot crossed a second; a stale source (a rollout
+    line older than the look) never ends the interval before it began."""
+    looked = min((o.observed_at.timestamp() for o in before), default=started_at.timestamp())
+    return max(started_at.timestamp(), looked)
 
 
 def wait_until(moment: float) -> None:
