@@ -108,6 +108,7 @@ def direct_eval(params: Any) -> int:
     from pairlab.adapters.episode.session import RunEnvironment
     from pairlab.adapters.run.directory import RunDir
     from pairlab.adapters.run.outputs import publish_outputs, write_run_outputs
+    from pairlab.adapters.run.study_plan import freeze_plan
     from pairlab.core.analysis.cohorts import analyse_cohorts, resolve_min_pairs
     from pairlab.core.schedule import plan_schedule
 
@@ -117,6 +118,7 @@ def direct_eval(params: Any) -> int:
     )
     run_dir = RunDir(Path(params.work_dir), params.run_id).ensure()
     run_dir.write_json("schedule.json", schedule.model_dump(mode="json"))
+    freeze_plan(run_dir, params.suite, params.study_plan)  # the report reads the frozen plan
     env = RunEnvironment(make_backend(params.backend, run_id=params.run_id), profile)
     account = sim_account_dir(Path(params.work_dir), profile)
     ctx = EpisodeContext(params, suite, env, run_dir, account)
