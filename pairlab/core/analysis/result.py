@@ -26,7 +26,14 @@ from typing import Any, Final
 import numpy as np
 import polars as pl
 
-from pairlab.core.analysis.decisions import DECISIONS, REASONS, ROLES, EffectLabels, label_effects
+from pairlab.core.analysis.decisions import (
+    DECISIONS,
+    REASONS,
+    ROLES,
+    WINS,
+    EffectLabels,
+    label_effects,
+)
 from pairlab.core.analysis.metrics import KEY_COLUMNS, METRICS, Contrast
 from pairlab.core.analysis.study_plan import ResolvedPlan
 from pairlab.core.stats.studentized import DECISION_DESCRIPTION, DECISION_METHOD
@@ -43,7 +50,7 @@ _FLAGGED_UNKNOWN: Final = ("clientVersion", "model", "modelVersion")
 ANALYSIS_SCHEMA_VERSION: Final = 2
 
 
-_WIN_LABELS: Final = frozenset(("primary-win", "secondary-win"))
+_WIN_LABELS: Final = frozenset(WINS)
 
 
 def _json_numbers(values: np.ndarray) -> list[Any]:

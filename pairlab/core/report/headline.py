@@ -26,6 +26,7 @@ from dataclasses import dataclass, field
 from typing import Any, Final
 
 from pairlab.core.analysis.cohorts import contrasts_of, order_arms
+from pairlab.core.analysis.decisions import DECISION_WORDS
 from pairlab.core.analysis.metrics import KEY_COLUMNS, METRICS
 
 HEADLINE_SCHEMA_VERSION: Final = 1
@@ -40,14 +41,7 @@ LABELS: Final = {
     "subscription": {"win": "supported", "regression": "rejected", "noEvidence": "inconclusive"},
     "correctness": {"win": "better", "regression": "worse", "noEvidence": "no difference shown"},
 }
-_EFFECT_OUTCOME: Final = {
-    "primary-win": "win",
-    "secondary-win": "win",
-    "regression": "regression",
-    "no-evidence": "noEvidence",
-    "not-tested": "noEvidence",
-    "insufficient": "insufficient",
-}
+_EFFECT_OUTCOME: Final = {name: words.outcome for name, words in DECISION_WORDS.items()}
 _VERDICT_OUTCOME: Final = {
     "supported-candidate": "win",
     "rejected": "regression",

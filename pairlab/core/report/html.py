@@ -24,6 +24,7 @@ from pairlab.core.report.svg import Row, interval_chart
 from pairlab.core.report.words import (
     QUESTION_TITLES,
     cohort_title,
+    decision_tone,
     decision_word,
     digits,
     group_title,
@@ -58,7 +59,6 @@ svg .tick{fill:#57606a;font-size:11px}svg .note{font-size:11px}svg .axis{fill:#5
 details{margin:6px 0}summary{cursor:pointer;font-weight:600}
 td.num{text-align:right;font-variant-numeric:tabular-nums}
 """
-TONE: Final = {"win": "win", "regression": "regression"}
 NOTE_WORDS: Final = {  # the plots' right-hand notes are short
     "above the adjusted threshold": "adj. threshold",
     "only the 95% CI excludes 0": "95% CI only",
@@ -176,7 +176,7 @@ def _effect_rows(
                     high=e.get("ciHigh"),
                     outer_low=e.get("decisionLow"),
                     outer_high=e.get("decisionHigh"),
-                    tone=TONE.get(word, "neutral" if e.get("ciLow") is not None else "muted"),
+                    tone=decision_tone(e) or ("neutral" if e.get("ciLow") is not None else "muted"),
                     note=f"{number(e.get('estimate'), places)} · {NOTE_WORDS.get(word, word) or 'no evidence'} · n {e.get('n')}",
                     group=f"{t} vs {c}",
                 )

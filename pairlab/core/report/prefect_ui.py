@@ -17,6 +17,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, Final
 
+from pairlab.core.analysis.decisions import DECISION_WORDS
 from pairlab.core.report.headline import COST_METRIC, QUESTIONS
 from pairlab.core.report.words import (
     SHORT_REASONS,
@@ -57,14 +58,7 @@ def _link(location: str) -> str:
     return f"`{location}`"
 
 
-DECISION_LABELS: Final = {
-    "primary-win": "primary win",
-    "secondary-win": "secondary win (adjusted)",
-    "regression": "regression",
-    "no-evidence": "no evidence",
-    "insufficient": "insufficient",
-    "not-tested": "not tested",
-}
+DECISION_LABELS: Final = {name: words.label for name, words in DECISION_WORDS.items()}
 
 
 def decision_label(effect: Mapping[str, Any], plan_min_pairs: int | None = None) -> str:
