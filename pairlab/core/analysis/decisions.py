@@ -75,7 +75,9 @@ class DecisionWords:
     ``word``: the reports' short word (empty: the reason speaks instead);
     ``outcome``: the headline's count it joins (win / regression / noEvidence /
     insufficient); ``tone``: report.html's colour (None: neutral when an
-    interval was computed, muted when not).
+    interval was computed, muted when not); ``headline_reason``: the reason the
+    headline counts when the effect gives none; ``computed``: the effect was
+    estimated (only then can the UI mark it exploratory).
     """
 
     table: str
@@ -83,6 +85,8 @@ class DecisionWords:
     word: str
     outcome: str
     tone: str | None
+    headline_reason: str = ""
+    computed: bool = True
 
 
 @dataclass(frozen=True)
@@ -104,8 +108,12 @@ DECISION_WORDS: Final = {
         "REGRESSION", "regression", "regression", "regression", "regression"
     ),
     "no-evidence": DecisionWords("no evidence", "no evidence", "", "noEvidence", None),
-    "insufficient": DecisionWords("insufficient", "insufficient", "", "insufficient", None),
-    "not-tested": DecisionWords("not tested", "not tested", "not tested", "noEvidence", None),
+    "insufficient": DecisionWords(
+        "insufficient", "insufficient", "", "insufficient", None, computed=False
+    ),
+    "not-tested": DecisionWords(
+        "not tested", "not tested", "not tested", "noEvidence", None, headline_reason="not-tested"
+    ),
 }
 REASON_WORDS: Final = {
     "not-observed": ReasonWords("not observed", "not observed"),

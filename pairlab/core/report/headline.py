@@ -41,7 +41,6 @@ LABELS: Final = {
     "subscription": {"win": "supported", "regression": "rejected", "noEvidence": "inconclusive"},
     "correctness": {"win": "better", "regression": "worse", "noEvidence": "no difference shown"},
 }
-_EFFECT_OUTCOME: Final = {name: words.outcome for name, words in DECISION_WORDS.items()}
 _VERDICT_OUTCOME: Final = {
     "supported-candidate": "win",
     "rejected": "regression",
@@ -81,9 +80,9 @@ def _effect_outcome(cohort: Mapping[str, Any], t: str, c: str, metric: str) -> t
         return "insufficient", "cohort-below-gate"
     for e in cohort.get("effects", []):
         if (e.get("treatment"), e.get("control"), e.get("metric")) == (t, c, metric):
-            decision = str(e.get("decision"))
-            reason = e.get("reason") or ("not-tested" if decision == "not-tested" else "")
-            return _EFFECT_OUTCOME.get(decision, "noEvidence"), str(reason)
+            words = DECISION_WORDS.get(str(e.get("decision")))
+            reason = e.get("reason") or (words.headline_reason if words else "")
+            return words.outcome if words else "noEvidence", str(reason)
     return "insufficient", "not-observed"
 
 

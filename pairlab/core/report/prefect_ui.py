@@ -68,7 +68,9 @@ def decision_label(effect: Mapping[str, Any], plan_min_pairs: int | None = None)
     label = DECISION_LABELS.get(decision, decision)
     n = effect.get("n")
     below_plan = plan_min_pairs is not None and isinstance(n, int) and n < plan_min_pairs
-    return f"{label} (exploratory)" if below_plan and decision != "insufficient" else label
+    words = DECISION_WORDS.get(decision)
+    computed = words.computed if words else True
+    return f"{label} (exploratory)" if below_plan and computed else label
 
 
 def why_not(effect: Mapping[str, Any]) -> str:
