@@ -293,7 +293,7 @@ def stack_up(
     started = time.monotonic()
     compose_command()
     if build:
-        from pairlab.adapters.images.registry import build_images
+        from pairlab.adapters.images.build import build_images
 
         build_images(STACK_IMAGES, log=log)
     ensure_env_files(settings)

@@ -23,7 +23,7 @@ from pathlib import Path
 
 import pytest
 
-from pairlab.adapters.images.registry import remove_prefix_images
+from pairlab.adapters.images.inventory import remove_prefix_images
 from tests.support import REPO_ROOT, require
 
 pytestmark = [pytest.mark.docker, pytest.mark.e2e, pytest.mark.slow, pytest.mark.timeout(1500)]

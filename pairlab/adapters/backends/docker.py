@@ -134,7 +134,7 @@ def ensure_episode_image(image: str) -> str:
     """The local image to run for a profile's ``image``: built through the image registry
     on first use (``pairlab.adapters.images.registry``: base image included; progress on stderr),
     reused afterwards. Build failures are PairlabErrors (a missing prerequisite: exit 3)."""
-    from pairlab.adapters.images.registry import ensure_image
+    from pairlab.adapters.images.build import ensure_image
 
     return ensure_image(image)
 

@@ -249,8 +249,9 @@ def ensure_client_image(profile: RunnerProfile) -> str:
     changes nothing). When the inputs cannot be checked (no wheel cache and no network) an
     image already present is used as named, with a warning."""
     from pairlab.adapters.backends.docker import image_present
+    from pairlab.adapters.images.build import ensure_image
     from pairlab.adapters.images.clients import CLIENT_IMAGES
-    from pairlab.adapters.images.registry import ensure_image, local_tag, spec_for_tag
+    from pairlab.adapters.images.registry import local_tag, spec_for_tag
 
     image = CLIENT_IMAGES.get(profile.client)
     spec = spec_for_tag(profile.image)
