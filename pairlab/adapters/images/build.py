@@ -36,6 +36,7 @@ from pairlab.adapters.images.build_inputs import (
     is_current,
 )
 from pairlab.adapters.images.build_lock import tag_lock
+from pairlab.adapters.images.clients import build_client_image
 from pairlab.adapters.images.docker_cli import run_docker
 from pairlab.adapters.images.engine import inspect, require_engine
 from pairlab.adapters.images.registry import (
@@ -128,8 +129,6 @@ def _build_dockerfile(spec: ImageSpec, digest: str, base_tag: str | None, log: L
 
 
 def _build_client(spec: ImageSpec, base_tag: str, force: bool, log: Log) -> BuildResult:
-    from pairlab.adapters.images.clients import build_client_image
-
     repository = spec.local_tag.split(":", 1)[0]
     built = build_client_image(
         spec.name, base_image=base_tag, force=force, log=log, repository=repository

@@ -236,13 +236,6 @@ def input_hash(
     return digest.hexdigest()[:12]
 
 
-def build_base_image() -> str:
-    """The local Debian base image, through the image registry (built when absent)."""
-    from pairlab.adapters.images.build import build_images
-
-    return build_images(["base"])[0].tag
-
-
 @dataclass(frozen=True)
 class _ContextParts:
     wheel_files: dict[str, Path]  # file name -> verified cached wheel

@@ -6,13 +6,14 @@ from __future__ import annotations
 import threading
 from typing import Any
 
+import docker.errors
+
+from pairlab.adapters.docker_engine import connect
 from pairlab.core.errors import ExecutionError, ReasonCode
 
 
 def require_engine() -> None:
     """The engine answers (exit 3, docker-unavailable, when it does not)."""
-    from pairlab.adapters.backends.docker import connect
-
     connect().close()
 
 
@@ -23,10 +24,6 @@ _sdk_client: Any = None
 def inspect(tag: str) -> dict[str, Any] | None:
     """``docker image inspect`` of a tag or id; None when the engine has no such image."""
     global _sdk_client
-    import docker.errors
-
-    from pairlab.adapters.backends.docker import connect
-
     with _client_lock:
         if _sdk_client is None:
             _sdk_client = connect()
