@@ -35,6 +35,7 @@ from typing import Any
 import pytest
 
 from flows.evidence.episode_attempt import read_execution_log
+from pairlab.adapters.images.registry import image_prefix
 from pairlab.adapters.stack import read_env_file
 from pairlab.adapters.store.garage import garage_binary
 from tests.support import REPO_ROOT, require
@@ -174,7 +175,7 @@ def test_stack_up_is_healthy_with_three_garage_nodes(stack: Stack) -> None:
         stack.containers("garage1") + stack.containers("postgres") + stack.containers("worker")
     ):
         image = _docker("inspect", "--format", "{{.Config.Image}}", name).strip()
-        assert image.startswith("pairlab/"), (name, image)
+        assert image.startswith(image_prefix()), (name, image)  # PAIRLAB_IMAGE_PREFIX
     layout = _docker(
         "exec", stack.containers("garage1")[0], "garage", "-c", "/run/garage/garage.toml", "status"
     )
