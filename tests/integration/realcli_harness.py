@@ -30,7 +30,7 @@ from pairlab.adapters.emulator import EpisodeHandle, EpisodeRegistration, Fault,
 from pairlab.adapters.episode.grading import grade
 from pairlab.adapters.usage import read_usage
 from pairlab.adapters.usage.base import UsageReport
-from pairlab.core.emulator.ledger import RequestRow, ground_truth
+from pairlab.core.emulator.request_ledger import RequestRow, ground_truth
 from pairlab.core.errors import EnvironmentUnavailable
 from pairlab.core.schemas.catalog import TaskEntry
 from pairlab.core.schemas.episode import GraderCheck

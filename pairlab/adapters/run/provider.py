@@ -44,7 +44,7 @@ from pairlab.adapters.emulator.server import (
     EpisodeHandle,
 )
 from pairlab.adapters.paths import catalog_dir
-from pairlab.core.emulator.ledger import ground_truth
+from pairlab.core.emulator.request_ledger import ground_truth
 from pairlab.core.emulator.run_settings import EmulatorSettings
 from pairlab.core.errors import EnvironmentUnavailable, InvalidInputError, ReasonCode
 from pairlab.core.schemas.profile import RunnerProfile
