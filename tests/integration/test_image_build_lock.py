@@ -25,7 +25,6 @@ from pairlab.adapters.images.build import build_images
 from pairlab.adapters.images.build_lock import LOCK_DIR_ENV, lock_path, tag_lock
 from pairlab.adapters.images.docker_cli import run_docker
 from pairlab.adapters.images.engine import inspect
-from pairlab.adapters.images.inventory import remove_prefix_images
 from pairlab.adapters.images.registry import PREFIX_ENV, load_registry
 from tests.integration.backend_fixtures import docker_client_or_skip
 from tests.support import REPO_ROOT
@@ -65,7 +64,9 @@ def prefix() -> Iterator[str]:
     try:
         yield name
     finally:
-        remove_prefix_images(name)
+        listed = run_docker(["image", "ls", "--format", "{{.Repository}}:{{.Tag}}"])
+        for tag in [t for t in listed.stdout.split() if t.startswith(name)]:
+            run_docker(["image", "rm", "--force", tag])
         for image_id in _prefix_images(name, "simclient"):  # an untagged second build
             run_docker(["image", "rm", "--force", image_id])
 

@@ -14,7 +14,6 @@ from pairlab_simclient import __version__ as SIMCLIENT_VERSION
 from pairlab.adapters.images import registry as images
 from pairlab.adapters.images.build_inputs import context_files, input_hash
 from pairlab.adapters.images.clients import CLIENT_IMAGES
-from pairlab.adapters.images.inventory import remove_prefix_images
 from pairlab.adapters.paths import REPO_ROOT
 from pairlab.adapters.store.garage import GARAGE_VERSION
 from pairlab.core.errors import InvalidInputError
@@ -88,8 +87,3 @@ def test_prefix_renames_only_pairlab_tags(monkeypatch: pytest.MonkeyPatch) -> No
         monkeypatch.setenv(images.PREFIX_ENV, bad)
         with pytest.raises(InvalidInputError):
             images.image_prefix()
-
-
-def test_the_default_images_are_never_removed_by_the_test_helper() -> None:
-    with pytest.raises(InvalidInputError):
-        remove_prefix_images("pairlab/")

@@ -1,5 +1,4 @@
-"""What the engine holds of the registry's images: list them, prune superseded ones, and
-remove a test prefix's images."""
+"""What the engine holds of the registry's images: list them, prune superseded ones."""
 
 from __future__ import annotations
 
@@ -18,7 +17,7 @@ from pairlab.adapters.images.registry import (
     load_registry,
     stderr_log,
 )
-from pairlab.core.errors import EnvironmentUnavailable, InvalidInputError, ReasonCode
+from pairlab.core.errors import EnvironmentUnavailable
 
 
 def list_images() -> list[dict[str, Any]]:
@@ -102,16 +101,3 @@ def prune(*, dry_run: bool = False, log: Log = stderr_log) -> list[str]:
             run_docker(["image", "rm", target])
         removed.append(target)
     return removed
-
-
-def remove_prefix_images(prefix: str) -> list[str]:
-    """Remove every image whose repository starts with ``prefix`` (tests' own prefixes only)."""
-    if prefix == DEFAULT_PREFIX:
-        raise InvalidInputError(
-            "refusing to remove the default pairlab/ images", reason=ReasonCode.INVALID_INPUT
-        )
-    listed = run_docker(["image", "ls", "--format", "{{.Repository}}:{{.Tag}}"])
-    tags = [t for t in listed.stdout.split() if t.startswith(prefix)]
-    for tag in tags:
-        run_docker(["image", "rm", "--force", tag])
-    return tags
