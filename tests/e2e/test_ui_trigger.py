@@ -153,9 +153,23 @@ def test_trigger_eval_from_the_ui_and_follow_it(prefect_server: Any, tmp_path: P
                 _field(page, "Repetitions").locator("input").fill("2")
                 _field(page, "Min Pairs").locator("input").fill("2")
                 _field(page, "Run Id").locator("textarea, input").first.fill(RUN_ID)
-                page.get_by_role("button", name="Submit").click()
+                # the form holds the values before it is sent (a slow page may re-render)
+                expect(_field(page, "Repetitions").locator("input")).to_have_value("2")
+                expect(_field(page, "Min Pairs").locator("input")).to_have_value("2")
+                expect(_field(page, "Run Id").locator("textarea, input").first).to_have_value(
+                    RUN_ID
+                )
+                submit = page.get_by_role("button", name="Submit")
+                expect(submit).to_be_enabled()
+                submit.click()
                 # what the click must do: a flow run on the server (not a page navigation)
-                flow_run_id = wait_for_created_run(prefect_server, deployment["id"], RUN_CREATED_S)
+                try:
+                    flow_run_id = wait_for_created_run(
+                        prefect_server, deployment["id"], RUN_CREATED_S
+                    )
+                except AssertionError:
+                    screenshot(page, shots, "ui-eval-submit-no-run", tall=True)
+                    raise AssertionError(page.locator("body").inner_text()[-3000:]) from None
 
                 run = wait_for_run(prefect_server, flow_run_id, ("COMPLETED",), RUN_DONE_S)
                 assert run["name"] == RUN_ID  # the Prefect run name is pairlab's run id
