@@ -488,13 +488,22 @@ def _result_of(proc: subprocess.Popen[bytes], log: Path) -> dict[str, Any]:
     return _result_line(text)
 
 
-def _wait_started_episode(episodes: Path, timeout_s: float = 600) -> dict[str, Any]:
+def _wait_started_episode(
+    episodes: Path, trigger: subprocess.Popen[bytes], log: Path, timeout_s: float = 1500
+) -> dict[str, Any]:
+    """The first episode seen running. Waited for as long as the eval's flow run is
+    (its trigger polls it to a final state): under load a flow run can take many minutes
+    to start, and the fault is meant to land mid-pair, whenever that is."""
     deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline:
         for path in sorted(episodes.glob("*/execution.jsonl")):
-            log = read_execution_log(path.parent)
-            if log and log[-1]["event"] == "start":
-                return log[-1]
+            events = read_execution_log(path.parent)
+            if events and events[-1]["event"] == "start":
+                return events[-1]
+        if trigger.poll() is not None:
+            raise AssertionError(
+                f"the run ended before an episode started: {_result_of(trigger, log)}"
+            )
         time.sleep(0.5)
     raise AssertionError("no episode started")
 
@@ -516,7 +525,7 @@ def test_worker_killed_mid_pair_is_redispatched_and_completes_once(
     )
     proc = _start_trigger(stack, params, tmp_path / "trigger.log")
     episodes = stack.work / "runs" / run_id / "episodes"
-    victim = _wait_started_episode(episodes)
+    victim = _wait_started_episode(episodes, proc, tmp_path / "trigger.log")
     started = time.monotonic()
     _docker("kill", victim["worker"])  # the worker name is its container's host name (id)
     result = _result_of(proc, tmp_path / "trigger.log")
@@ -539,7 +548,7 @@ def test_postgres_restarted_mid_run_then_same_run_id_completes_without_duplicate
     )
     proc = _start_trigger(stack, params, tmp_path / "first.log")
     episodes = stack.work / "runs" / run_id / "episodes"
-    _wait_started_episode(episodes)
+    _wait_started_episode(episodes, proc, tmp_path / "first.log")
     started = time.monotonic()
     _docker("restart", "-t", "5", stack.containers("postgres")[0])
     first = _result_of(proc, tmp_path / "first.log")
