@@ -14,8 +14,8 @@ from pairlab.adapters.clients.cli_output import (
     codex_final_answer,
     codex_turn_usage,
 )
-from pairlab.adapters.quota.claude_formats import rate_limit_event_observations
 from pairlab.adapters.usage import read_usage
+from pairlab.adapters.usage.claude import rate_limit_event_observations
 from pairlab.adapters.usage.claude_cost_state import BELOW_TRANSCRIPT, REMAINDER
 from pairlab.core.schemas.usage import UsageVector
 

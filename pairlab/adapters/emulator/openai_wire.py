@@ -19,9 +19,8 @@ from collections.abc import Callable
 from typing import Any, Final
 
 from pairlab.adapters.emulator.reply import Refusal, Reply, json_reply
-from pairlab.core.emulator.ledger import Fault
+from pairlab.core.emulator.request_ledger import Fault
 from pairlab.core.emulator.scripted_model import ModelTurn
-from pairlab.core.schemas.usage import UsageVector
 
 CHUNK_CHARS: Final = 64
 
@@ -89,17 +88,6 @@ def output_items(turn: ModelTurn, ids: Callable[[str], str]) -> list[dict[str, A
     return items
 
 
-def usage_object(*, total_input: int, cached: int, output: int, reasoning: int) -> dict[str, Any]:
-    return {
-        "input_tokens": total_input,
-        # prompt caching is automatic and writes are not charged: 0 written (billed)
-        "input_tokens_details": {"cached_tokens": cached, "cache_write_tokens": 0},
-        "output_tokens": output,
-        "output_tokens_details": {"reasoning_tokens": reasoning},
-        "total_tokens": total_input + output,
-    }
-
-
 def response(
     *,
     response_id: str,
@@ -133,120 +121,83 @@ def _chunks(text: str) -> list[str]:
     return [text[i : i + CHUNK_CHARS] for i in range(0, len(text), CHUNK_CHARS)] or [""]
 
 
+def _message_events(index: int, item: dict[str, Any]) -> list[dict[str, Any]]:
+    base = {"item_id": item["id"], "output_index": index, "content_index": 0}
+    text = item["content"][0]["text"]
+    part = {"type": "output_text", "text": "", "annotations": []}
+    return [
+        {"type": "response.content_part.added", **base, "part": part},
+        *(
+            {"type": "response.output_text.delta", **base, "delta": d, "logprobs": []}
+            for d in _chunks(text)
+        ),
+        {"type": "response.output_text.done", **base, "text": text, "logprobs": []},
+        {"type": "response.content_part.done", **base, "part": {**part, "text": text}},
+    ]
+
+
+def _reasoning_events(index: int, item: dict[str, Any]) -> list[dict[str, Any]]:
+    base = {"item_id": item["id"], "output_index": index, "summary_index": 0}
+    text = item["summary"][0]["text"]
+    part = {"type": "summary_text", "text": ""}
+    return [
+        {"type": "response.reasoning_summary_part.added", **base, "part": part},
+        *(
+            {"type": "response.reasoning_summary_text.delta", **base, "delta": d}
+            for d in _chunks(text)
+        ),
+        {"type": "response.reasoning_summary_text.done", **base, "text": text},
+        {"type": "response.reasoning_summary_part.done", **base, "part": {**part, "text": text}},
+    ]
+
+
+def _function_call_events(index: int, item: dict[str, Any]) -> list[dict[str, Any]]:
+    base = {"item_id": item["id"], "output_index": index}
+    args = item["arguments"]
+    return [
+        *(
+            {"type": "response.function_call_arguments.delta", **base, "delta": d}
+            for d in _chunks(args)
+        ),
+        {"type": "response.function_call_arguments.done", **base, "arguments": args},
+    ]
+
+
+def _custom_tool_call_events(index: int, item: dict[str, Any]) -> list[dict[str, Any]]:
+    base = {"item_id": item["id"], "output_index": index, "call_id": item["call_id"]}
+    text = item["input"]
+    return [
+        *(
+            {"type": "response.custom_tool_call_input.delta", **base, "delta": d}
+            for d in _chunks(text)
+        ),
+        {"type": "response.custom_tool_call_input.done", **base, "input": text},
+    ]
+
+
+# per item type: the item as ``response.output_item.added`` shows it (before its content
+# is streamed), and the events streaming its content; other items have no content events
+_OPENING: Final[dict[str, dict[str, Any]]] = {
+    "message": {"status": "in_progress", "content": []},
+    "reasoning": {"summary": []},
+    "function_call": {"arguments": "", "status": "in_progress"},
+    "custom_tool_call": {"input": "", "status": "in_progress"},
+}
+_CONTENT_EVENTS: Final[dict[str, Callable[[int, dict[str, Any]], list[dict[str, Any]]]]] = {
+    "message": _message_events,
+    "reasoning": _reasoning_events,
+    "function_call": _function_call_events,
+    "custom_tool_call": _custom_tool_call_events,
+}
+
+
 def _item_events(index: int, item: dict[str, Any]) -> list[dict[str, Any]]:
-    kind, item_id = item["type"], item["id"]
-    base = {"item_id": item_id, "output_index": index}
-    if kind == "message":
-        text = item["content"][0]["text"]
-        part = {"type": "output_text", "text": "", "annotations": []}
-        return [
-            {
-                "type": "response.output_item.added",
-                "output_index": index,
-                "item": {**item, "status": "in_progress", "content": []},
-            },
-            {"type": "response.content_part.added", **base, "content_index": 0, "part": part},
-            *(
-                {
-                    "type": "response.output_text.delta",
-                    **base,
-                    "content_index": 0,
-                    "delta": d,
-                    "logprobs": [],
-                }
-                for d in _chunks(text)
-            ),
-            {
-                "type": "response.output_text.done",
-                **base,
-                "content_index": 0,
-                "text": text,
-                "logprobs": [],
-            },
-            {
-                "type": "response.content_part.done",
-                **base,
-                "content_index": 0,
-                "part": {**part, "text": text},
-            },
-        ]
-    if kind == "reasoning":
-        text = item["summary"][0]["text"]
-        part = {"type": "summary_text", "text": ""}
-        return [
-            {
-                "type": "response.output_item.added",
-                "output_index": index,
-                "item": {**item, "summary": []},
-            },
-            {
-                "type": "response.reasoning_summary_part.added",
-                **base,
-                "summary_index": 0,
-                "part": part,
-            },
-            *(
-                {
-                    "type": "response.reasoning_summary_text.delta",
-                    **base,
-                    "summary_index": 0,
-                    "delta": d,
-                }
-                for d in _chunks(text)
-            ),
-            {
-                "type": "response.reasoning_summary_text.done",
-                **base,
-                "summary_index": 0,
-                "text": text,
-            },
-            {
-                "type": "response.reasoning_summary_part.done",
-                **base,
-                "summary_index": 0,
-                "part": {**part, "text": text},
-            },
-        ]
-    if kind == "function_call":
-        args = item["arguments"]
-        return [
-            {
-                "type": "response.output_item.added",
-                "output_index": index,
-                "item": {**item, "arguments": "", "status": "in_progress"},
-            },
-            *(
-                {"type": "response.function_call_arguments.delta", **base, "delta": d}
-                for d in _chunks(args)
-            ),
-            {"type": "response.function_call_arguments.done", **base, "arguments": args},
-        ]
-    if kind == "custom_tool_call":
-        text = item["input"]
-        return [
-            {
-                "type": "response.output_item.added",
-                "output_index": index,
-                "item": {**item, "input": "", "status": "in_progress"},
-            },
-            *(
-                {
-                    "type": "response.custom_tool_call_input.delta",
-                    **base,
-                    "call_id": item["call_id"],
-                    "delta": d,
-                }
-                for d in _chunks(text)
-            ),
-            {
-                "type": "response.custom_tool_call_input.done",
-                **base,
-                "call_id": item["call_id"],
-                "input": text,
-            },
-        ]
-    opening = {**item, "status": "in_progress"}
-    return [{"type": "response.output_item.added", "output_index": index, "item": opening}]
+    """``response.output_item.added`` and the item's content events (not its ``done``)."""
+    kind = item["type"]
+    opening = {**item, **_OPENING.get(kind, {"status": "in_progress"})}
+    added = {"type": "response.output_item.added", "output_index": index, "item": opening}
+    content = _CONTENT_EVENTS.get(kind)
+    return [added, *(content(index, item) if content is not None else [])]
 
 
 def stream_events(final: dict[str, Any]) -> list[dict[str, Any]]:
@@ -316,19 +267,6 @@ def quota_refusal(window: str, wait_s: int) -> Refusal:
     return Refusal(429, "usage_limit_reached", text, headers, code="usage_limit_reached")
 
 
-def usage_vector(wire: dict[str, Any]) -> UsageVector:
-    """The 7 dimensions of a usage object. OpenAI bills no cache writes and Codex records
-    them as 0, so the write dimension is 0, not unknown."""
-    cached = wire["input_tokens_details"]["cached_tokens"]
-    return UsageVector(
-        uncached_input=wire["input_tokens"] - cached,
-        cache_read=cached,
-        cache_write_generic=0,
-        output=wire["output_tokens"],
-        reasoning=wire["output_tokens_details"]["reasoning_tokens"],
-    )
-
-
 __all__ = [
     "default_cut_point",
     "error_body",
@@ -340,6 +278,4 @@ __all__ = [
     "response",
     "stated_usage",
     "stream_events",
-    "usage_object",
-    "usage_vector",
 ]
