@@ -43,7 +43,7 @@ def _prepare_docker_images(profile: Any) -> None:
     the flow then finds the images ready (``ensure_image`` remembers them)."""
     from pairlab.adapters.clients.registry import REAL_CLIS
     from pairlab.adapters.docker_engine import connect
-    from pairlab.adapters.images.registry import ensure_image
+    from pairlab.adapters.images.build import ensure_image
 
     connect().close()
     if profile.client in REAL_CLIS:
