@@ -72,7 +72,7 @@ from pairlab.adapters.docker_engine import (
     connect,
     owner_label,
 )
-from pairlab.adapters.images.registry import ensure_image
+from pairlab.adapters.images.build import ensure_image
 from pairlab.core.errors import ExecutionError, ReasonCode
 from pairlab.core.schemas.profile import RunnerProfile
 
