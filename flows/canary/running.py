@@ -33,7 +33,8 @@ from flows.params import CanaryTrialParams
 from pairlab.adapters.backends.base import ExecutionBackend, RunOutcome
 from pairlab.adapters.backends.factory import make_backend
 from pairlab.adapters.episode.build import episode_record, episode_spec
-from pairlab.adapters.quota.account import quota_interval
+from pairlab.adapters.episode.session import CollectedEpisode
+from pairlab.adapters.quota.account import QuotaBracket, quota_interval
 from pairlab.adapters.run.directory import RunDir, safe_name
 from pairlab.adapters.run.trial_inputs import open_sim_account
 from pairlab.core.canary import CheckResult, RunEvidence
@@ -132,7 +133,6 @@ def run_canary_episode(
                 episode_dir=episode_dir,
             )
             notification_ms = _notify(run_dir, planned, outcome, collected.checks)
-    usage, checks = collected.usage, collected.checks
     record = episode_record(
         planned,
         run_id=run_dir.run_id,
@@ -147,7 +147,25 @@ def run_canary_episode(
         quota=bracket,
         include_transcript=False,
     )
-    evidence = RunEvidence(
+    evidence = _run_evidence(params, planned, stratum, outcome, collected, bracket, notification_ms)
+    # The evidence is written first: a record without evidence would be skipped on resume.
+    run_dir.write_json(evidence_name(planned.episode_id), evidence.model_dump(mode="json"))
+    record_episode(run_dir, record)
+    return evidence
+
+
+def _run_evidence(
+    params: CanaryTrialParams,
+    planned: PlannedEpisode,
+    stratum: str,
+    outcome: RunOutcome,
+    collected: CollectedEpisode,
+    bracket: QuotaBracket,
+    notification_ms: float | None,
+) -> RunEvidence:
+    """The run's evidence for the trial's judge: outcome, checks, usage, quota interval."""
+    usage = collected.usage
+    return RunEvidence(
         episode_id=planned.episode_id,
         pair_id=planned.pair_id,
         task_id=planned.task_id,
@@ -157,7 +175,7 @@ def run_canary_episode(
         arm=planned.arm,
         exit_code=outcome.exit_code,
         timed_out=outcome.timed_out,
-        checks=[CheckResult(name=c.name, passed=c.passed) for c in checks],
+        checks=[CheckResult(name=c.name, passed=c.passed) for c in collected.checks],
         observed_model=usage.primary_model,
         usage=usage.vector,
         usage_provenance=usage.provenance_counts(),
@@ -168,10 +186,6 @@ def run_canary_episode(
         interval_scheduled_s=params.quota_interval_s,
         interval_overrun=bracket.overrun,
     )
-    # The evidence is written first: a record without evidence would be skipped on resume.
-    run_dir.write_json(evidence_name(planned.episode_id), evidence.model_dump(mode="json"))
-    record_episode(run_dir, record)
-    return evidence
 
 
 def trial_account(params: CanaryTrialParams, profile: RunnerProfile, trial_id: str) -> Path | None:
