@@ -14,7 +14,9 @@ side effect that shows whether the CLI loaded it:
 * ``mcp`` -- the MCP server ``pairlab-planted-<slug>`` is offered to the model
   (its tools in a Claude request, a source of Codex's tool search).
 
-:func:`plant` writes them and returns the items; :mod:`certify_live` reads the
+Which items, and where, each CLI's record says (``RealCli.plant_config`` in
+``adapters.clients``, writing through a :class:`Planter`). :func:`plant` writes them
+and returns the items; :mod:`certify_live` reads the
 evidence back from the emulator's request log and the collected state dir.
 """
 
@@ -81,7 +83,7 @@ def _server_argv(scope: Scope, home: Path, slug: str) -> list[str]:
     return ["sh", "-c", f"exec python3 {script} {slug}"]
 
 
-def _skill(slug: str) -> str:
+def skill_text(slug: str) -> str:
     return (
         f"---\nname: {SERVER_PREFIX}{slug}\ndescription: {TEXT_PREFIX}{slug} "
         "(a planted skill)\n---\nPlanted by pairlab certify.\n"
@@ -92,15 +94,18 @@ def _markdown(slug: str, kind: str) -> str:
     return f"---\ndescription: {TEXT_PREFIX}{slug} (a planted {kind})\n---\n{TEXT_PREFIX}{slug}\n"
 
 
-def _rule(slug: str) -> str:
+def rule_text(slug: str) -> str:
     return _markdown(slug, "rule")
 
 
-def _command(slug: str) -> str:
+def command_text(slug: str) -> str:
     return _markdown(slug, "command")
 
 
-class _Planter:
+class Planter:
+    """Writes planted items under the stand-in HOME (user) or the workspace (project) and
+    records each (``items``); each CLI's ``plant_config`` says which items and where."""
+
     def __init__(self, home: Path, workspace: Path) -> None:
         self.home, self.workspace = home, workspace
         self.items: list[PlantedItem] = []
@@ -163,91 +168,40 @@ class _Planter:
             shutil.copyfile(source, root / SCRIPT_DIR / SCRIPT_NAME)
 
 
-def _agent(slug: str) -> str:
+def agent_text(slug: str) -> str:
     return (
         f"---\nname: {SERVER_PREFIX}{slug}\ndescription: {TEXT_PREFIX}{slug} "
         f"(a planted subagent)\n---\n{TEXT_PREFIX}{slug}\n"
     )
 
 
-def _memory(slug: str) -> str:
+def memory_text(slug: str) -> str:
     return f"{TEXT_PREFIX}{slug}\n"
-
-
-def _plant_claude(p: _Planter) -> None:
-    scope: Scope
-    for scope in ("user", "project"):
-        p.hooks(
-            scope, "settings-hooks", ".claude/settings.json", f"hooks ({', '.join(HOOK_EVENTS)})"
-        )
-        # distinct names per scope: a project item of the same name would shadow the user's
-        name = f"pairlab-planted-{scope}"
-        p.text(scope, "rules", f".claude/rules/{name}-rule.md", "rule file", _rule)
-        p.text(scope, "skill", f".claude/skills/{name}-skill/SKILL.md", "skill", _skill)
-        p.text(scope, "command", f".claude/commands/{name}-command.md", "slash command", _command)
-        p.text(scope, "agent", f".claude/agents/{name}-agent.md", "subagent", _agent)
-    p.text("user", "claude-md", ".claude/CLAUDE.md", "user memory (CLAUDE.md)", _memory)
-    p.claude_mcp(
-        "user",
-        "config-dir-mcp",
-        ".claude/.claude.json",
-        "MCP server ($CLAUDE_CONFIG_DIR/.claude.json)",
-    )
-    p.hooks(
-        "project", "local-settings-hooks", ".claude/settings.local.json", "local settings hooks"
-    )
-    p.claude_mcp("project", "mcp-json", ".mcp.json", "project MCP server (.mcp.json)")
-    p.text("project", "claude-md", "CLAUDE.md", "project memory (CLAUDE.md)", _memory)
-    p.text(
-        "project", "local-claude-md", "CLAUDE.local.md", "local memory (CLAUDE.local.md)", _memory
-    )
-
-
-def _plant_codex(p: _Planter) -> None:
-    p.codex_config("user", ".codex/config.toml", instructions=False)
-    p.text("user", "agents-md", ".codex/AGENTS.md", "AGENTS.md ($CODEX_HOME)", _memory)
-    p.text("user", "skill", ".codex/skills/pairlab-planted-user-skill/SKILL.md", "skill", _skill)
-    p.text(
-        "user",
-        "agents-skill",
-        ".agents/skills/pairlab-planted-user-skill/SKILL.md",
-        "user skill",
-        _skill,
-    )
-    # the compile check every arm runs (certify's seed) -- forbidden if the rule loads
-    p.codex_rules("user", ".codex/rules/pairlab-planted.rules", "python3")
-    p.hooks("user", "hooks-json", ".codex/hooks.json", f"hooks.json ({', '.join(HOOK_EVENTS)})")
-    p.codex_config("project", ".codex/config.toml", instructions=True)
-    p.text("project", "agents-md", "AGENTS.md", "project doc (AGENTS.md)", _memory)
-    p.codex_rules("project", ".codex/rules/pairlab-planted.rules", "ls")
-    p.hooks("project", "hooks-json", ".codex/hooks.json", f"hooks.json ({', '.join(HOOK_EVENTS)})")
-    p.text(
-        "project",
-        "agents-skill",
-        ".agents/skills/pairlab-planted-project-skill/SKILL.md",
-        "skill",
-        _skill,
-    )
-    p.text(
-        "project",
-        "codex-skill",
-        ".codex/skills/pairlab-planted-project-skill/SKILL.md",
-        "skill",
-        _skill,
-    )
 
 
 def plant(client: str, home: Path, workspace: Path) -> list[PlantedItem]:
     """Plant ``client``'s full user config into ``home`` and project config into ``workspace``."""
-    planter = _Planter(home, workspace)
-    planter.scripts()
-    if client == "claude":
-        _plant_claude(planter)
-    elif client == "codex":
-        _plant_codex(planter)
-    else:
+    from pairlab.adapters.clients.registry import REAL_CLIS
+
+    cli = REAL_CLIS.get(client)
+    if cli is None:
         raise ValueError(f"no planted config for client '{client}'")
+    planter = Planter(home, workspace)
+    planter.scripts()
+    cli.plant_config(planter)
     return planter.items
 
 
-__all__ = ["MARKER_DIR", "PlantedItem", "plant"]
+__all__ = [
+    "HOOK_EVENTS",
+    "MARKER_DIR",
+    "PlantedItem",
+    "Planter",
+    "Scope",
+    "agent_text",
+    "command_text",
+    "memory_text",
+    "plant",
+    "rule_text",
+    "skill_text",
+]
