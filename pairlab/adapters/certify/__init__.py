@@ -2,5 +2,6 @@
 
 ``sim`` (certification against the simulated client, and the dispatch), ``sim_probe`` (the
 simulator's isolation probe), ``live`` (the real CLIs: flag ablations, the planted item x
-arm matrix), ``planted_config`` and ``planted_mcp_server`` (what is planted).
+arm matrix), ``planted_config`` and ``planted_mcp_server`` (how items are planted; which
+items, each CLI's record in ``adapters.clients`` says).
 """
