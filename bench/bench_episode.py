@@ -91,7 +91,7 @@ def run() -> list[Result]:
         Result("episode, local: prepare..cleanup (median)", wall, "s", "< 2 s", wall < 2)
     )
     results.append(Result("episode, local: run latency (median)", latency, "ms", "info", True))
-    from pairlab.adapters.backends.docker import docker_available
+    from pairlab.adapters.docker_engine import docker_available
 
     if docker_available():
         wall, latency = time_backend("docker")

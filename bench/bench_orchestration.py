@@ -243,7 +243,8 @@ def docker_figures() -> tuple[float, float, float] | None:
     Each episode is followed by the bare ``docker run`` of the same command, so slow
     phases of the host hit both sides alike."""
     from bench.bench_episode import time_episodes
-    from pairlab.adapters.backends.docker import DEFAULT_USER, docker_available
+    from pairlab.adapters.backends.docker import DEFAULT_USER
+    from pairlab.adapters.docker_engine import docker_available
     from pairlab.adapters.profiles import load_named_profile
 
     if not docker_available():

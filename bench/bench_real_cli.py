@@ -274,8 +274,8 @@ def throughput() -> dict[str, float]:
 
 
 def run() -> list[Result]:
-    from pairlab.adapters.backends.docker import docker_available
     from pairlab.adapters.clients.registry import resolve_cli
+    from pairlab.adapters.docker_engine import docker_available
     from pairlab.core.errors import EnvironmentUnavailable
 
     try:

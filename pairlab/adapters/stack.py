@@ -220,7 +220,7 @@ class ServiceState:
 
 
 def service_states(settings: StackSettings) -> list[ServiceState]:
-    from pairlab.adapters.backends.docker import connect
+    from pairlab.adapters.docker_engine import connect
 
     client = connect()
     try:

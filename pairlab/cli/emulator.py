@@ -131,7 +131,7 @@ def ledger_command(
     as_json: Annotated[bool, typer.Option("--json", help="machine-readable output")] = False,
 ) -> None:
     """Summarise one episode ledger: requests, faults, ground truth."""
-    from pairlab.core.emulator.ledger import ground_truth, read_ledger
+    from pairlab.core.emulator.request_ledger import ground_truth, read_ledger
 
     episode, rows = read_ledger(path)
     truth = ground_truth(rows)

@@ -39,8 +39,9 @@ def _prepare_docker_images(profile: Any) -> None:
     """Engine reachable and the episode image built (first use) before the flow starts, so
     a missing engine or build prerequisite is one line and exit 3, never a flow traceback;
     the flow then finds the images ready (``ensure_image`` remembers them)."""
-    from pairlab.adapters.backends.docker import connect, ensure_episode_image
     from pairlab.adapters.clients.registry import REAL_CLIS
+    from pairlab.adapters.docker_engine import connect
+    from pairlab.adapters.images.registry import ensure_image
 
     connect().close()
     if profile.client in REAL_CLIS:
@@ -48,7 +49,7 @@ def _prepare_docker_images(profile: Any) -> None:
 
         ensure_client_image(profile)
     else:
-        ensure_episode_image(profile.image)
+        ensure_image(profile.image)
 
 
 def _run_eval(params: Any, *, show_progress: bool) -> dict[str, Any]:

@@ -35,7 +35,7 @@ from pairlab.adapters.intervention_wiring import (
 )
 from pairlab.adapters.usage import read_usage
 from pairlab.adapters.usage.base import UsageReport
-from pairlab.core.emulator.ledger import RequestRow, ground_truth
+from pairlab.core.emulator.request_ledger import RequestRow, ground_truth
 from pairlab.core.errors import EnvironmentUnavailable
 from pairlab.core.schemas.catalog import TaskEntry
 from pairlab.core.schemas.episode import GraderCheck

@@ -10,8 +10,8 @@ from typing import Any
 
 from pairlab.adapters.clients.claude import claude_final_answer, claude_result_usage
 from pairlab.adapters.clients.codex import codex_final_answer, codex_turn_usage
-from pairlab.adapters.quota.claude_formats import rate_limit_event_observations
 from pairlab.adapters.usage import read_usage
+from pairlab.adapters.usage.claude import rate_limit_event_observations
 from pairlab.adapters.usage.claude_cost_state import BELOW_TRANSCRIPT, REMAINDER
 from pairlab.core.schemas.usage import UsageVector
 

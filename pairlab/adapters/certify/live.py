@@ -37,7 +37,7 @@ from typing import Any, Final
 
 from pairlab.adapters.backends.base import BASELINE_ARM, EpisodeSpec, ExecutionBackend
 from pairlab.adapters.certify.planted_config import MARKER_DIR, PlantedItem, plant
-from pairlab.adapters.certify.sim import (
+from pairlab.adapters.certify.report import (
     BackendFactory,
     CertifyCheck,
     IsolationMatrix,
@@ -223,7 +223,7 @@ class _LiveProbe:
 
 def _cli_check(profile: RunnerProfile, backend_name: str) -> tuple[CertifyCheck, str | None]:
     if backend_name == "docker":
-        from pairlab.adapters.backends.docker import image_present
+        from pairlab.adapters.docker_engine import image_present
         from pairlab.adapters.run.provider import ensure_client_image
 
         tag = ensure_client_image(profile)

@@ -19,14 +19,17 @@ import os
 import re
 import shutil
 import tempfile
-from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Literal
-
-from pydantic import BaseModel, ConfigDict
 
 from pairlab.adapters.backends.base import BASELINE_ARM, EpisodeSpec, ExecutionBackend
 from pairlab.adapters.backends.factory import make_backend
+from pairlab.adapters.certify.live import certify_live
+from pairlab.adapters.certify.report import (
+    BackendFactory,
+    CertifyCheck,
+    CertifyReport,
+    ProfileCertification,
+)
 from pairlab.adapters.certify.sim_probe import (
     SeenConfig,
     config_in_home,
@@ -40,67 +43,9 @@ from pairlab.adapters.profiles import scan_profiles
 from pairlab.core.errors import InvalidInputError, PairlabError, ReasonCode
 from pairlab.core.schemas.profile import RunnerProfile
 
-Status = Literal["passed", "failed", "not-live-certified"]
 SIMCLIENT_PROBE = "simclient-found-line"
 PROBE_TIMEOUT_S = 60.0
 _VERSION = re.compile(r"\d+\.\d+(?:\.\d+)?(?:[-+.][0-9A-Za-z.]+)?")
-
-
-class _Model(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
-
-class CertifyCheck(_Model):
-    name: str
-    passed: bool
-    detail: str
-
-
-class MatrixRow(_Model):
-    item: str  # a planted item's slug (or the arm's intervention)
-    scope: str  # user | project | arm
-    path: str
-    what: str
-    seen: dict[str, bool]  # column -> did the episode show it
-
-
-class IsolationMatrix(_Model):
-    """Planted item x arm (and x baseline without each isolation flag): what each saw."""
-
-    columns: list[str]
-    rows: list[MatrixRow]
-
-    def render(self) -> list[str]:
-        """The table as markdown lines (``x`` seen, ``-`` not)."""
-        head = ["planted item", "where", *self.columns]
-        lines = ["| " + " | ".join(head) + " |", "|" + " --- |" * len(head)]
-        for row in self.rows:
-            cells = ["x" if row.seen.get(c) else "-" for c in self.columns]
-            lines.append(f"| {row.item} | {row.scope}: {row.path} | " + " | ".join(cells) + " |")
-        return lines
-
-
-class ProfileCertification(_Model):
-    client: str
-    profile: str
-    status: Status
-    checks: list[CertifyCheck]
-    version: str | None
-    matrix: IsolationMatrix | None = None
-    # claim 1 (issue 18): lifecycle events the protocol exposed to the intervention, per
-    # client; deterministic verification, never causal evidence
-    lifecycle: dict[str, Any] | None = None
-
-
-class CertifyReport(_Model):
-    profiles: list[ProfileCertification]
-    passed: bool
-
-    def to_json(self) -> dict[str, Any]:
-        return self.model_dump(mode="json")
-
-
-BackendFactory = Callable[[dict[str, str]], ExecutionBackend]
 
 
 def default_backend_factory(name: str) -> BackendFactory:
@@ -203,7 +148,7 @@ def _check_buildable(profile: RunnerProfile) -> CertifyCheck:
 
 def _check_runnable(profile: RunnerProfile, backend_name: str) -> CertifyCheck:
     if backend_name == "docker":
-        from pairlab.adapters.backends.docker import image_present
+        from pairlab.adapters.docker_engine import image_present
 
         image_id = image_present(profile.image)
         if image_id is None:
@@ -320,8 +265,6 @@ def certify_profile(
     checks = [_check_schema(None), _check_quota_probe(profile)]
     version: str | None = None
     if profile.certification.level == "live-local":
-        from pairlab.adapters.certify.live import certify_live
-
         return certify_live(name, profile, backend_name, factory, checks, host_home)
     if profile.certification.level == "unavailable":
         checks.append(

@@ -215,13 +215,6 @@ def input_hash(
     return digest.hexdigest()[:12]
 
 
-def build_base_image() -> str:
-    """The local Debian base image, through the image registry (built when absent)."""
-    from pairlab.adapters.images.registry import build_images
-
-    return build_images(["base"])[0].tag
-
-
 def build_client_image(
     name: str,
     *,

@@ -33,8 +33,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Final, Literal
 
+import docker.errors
 import yaml
 
+from pairlab.adapters.docker_engine import connect
+from pairlab.adapters.images.clients import build_client_image
 from pairlab.adapters.images.docker_cli import run_docker
 from pairlab.adapters.paths import REPO_ROOT
 from pairlab.core.errors import (
@@ -155,8 +158,6 @@ def load_registry(path: Path = REGISTRY_FILE) -> dict[str, ImageSpec]:
 
 def require_engine() -> None:
     """The engine answers (exit 3, docker-unavailable, when it does not)."""
-    from pairlab.adapters.backends.docker import connect
-
     connect().close()
 
 
@@ -168,10 +169,6 @@ def inspect(tag: str) -> dict[str, Any] | None:
     """``docker image inspect`` through the engine's API (no docker CLI needed: a worker
     container that only has the mounted socket checks its images the same way)."""
     global _sdk_client
-    import docker.errors
-
-    from pairlab.adapters.backends.docker import connect
-
     with _client_lock:
         if _sdk_client is None:
             _sdk_client = connect()
@@ -343,8 +340,6 @@ def _build_dockerfile(spec: ImageSpec, digest: str, base_tag: str | None, log: L
 
 
 def _build_client(spec: ImageSpec, base_tag: str, force: bool, log: Log) -> BuildResult:
-    from pairlab.adapters.images.clients import build_client_image
-
     repository = spec.local_tag.split(":", 1)[0]
     built = build_client_image(
         spec.name, base_image=base_tag, force=force, log=log, repository=repository

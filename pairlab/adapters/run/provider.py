@@ -44,7 +44,7 @@ from pairlab.adapters.emulator.server import (
     EpisodeHandle,
 )
 from pairlab.adapters.paths import catalog_dir
-from pairlab.core.emulator.ledger import ground_truth
+from pairlab.core.emulator.request_ledger import ground_truth
 from pairlab.core.emulator.run_settings import EmulatorSettings
 from pairlab.core.errors import EnvironmentUnavailable, InvalidInputError, ReasonCode
 from pairlab.core.schemas.profile import RunnerProfile
@@ -244,7 +244,7 @@ def ensure_client_image(profile: RunnerProfile) -> str:
     immutable input-hash tag the run uses (another checkout re-pointing the alias meanwhile
     changes nothing). When the inputs cannot be checked (no wheel cache and no network) an
     image already present is used as named, with a warning."""
-    from pairlab.adapters.backends.docker import image_present
+    from pairlab.adapters.docker_engine import image_present
     from pairlab.adapters.images.clients import CLIENT_IMAGES
     from pairlab.adapters.images.registry import ensure_image, local_tag, spec_for_tag
 
@@ -298,8 +298,8 @@ def open_run_endpoint(
     network = None
     try:
         if backend_name == "docker":
-            from pairlab.adapters.backends.docker import connect
             from pairlab.adapters.backends.run_network import HostService, open_run_network
+            from pairlab.adapters.docker_engine import connect
 
             profile = profile.model_copy(update={"image": ensure_client_image(profile)})
             network = open_run_network(

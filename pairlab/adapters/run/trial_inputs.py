@@ -21,7 +21,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-from pairlab.adapters.store.publish import code_revision
+from pairlab.adapters.store.provenance import code_revision
 from pairlab.core.errors import InvalidInputError, ReasonCode
 from pairlab.core.schemas.catalog import TaskEntry
 

@@ -1,4 +1,5 @@
-"""The emulator's ground truth: one JSONL ledger per episode (``<token>.jsonl``).
+"""The emulator's per-request ground-truth ledger: one JSONL file per episode
+(``<token>.jsonl``). (Not the MCP measurement ledger of ``adapters/mcp_ledger``.)
 
 Line 1 is the episode row (what was registered); every request the episode's base
 URL received is one request row, written when its response has ended (or failed):
