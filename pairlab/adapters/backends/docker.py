@@ -77,6 +77,10 @@ LABEL_EPISODE = "pairlab.episode_id"
 LABEL_OWNER = "pairlab.owner"
 LABEL_KEEP = "pairlab.keep"
 LABEL_SOCKET_DIR = "pairlab.socket_dir"  # a run network's host directory of relay sockets
+# Resources are labelled with PAIRLAB_DOCKER_SCOPE when it is set (e.g. one per pytest-xdist
+# worker); orphan cleanup only touches resources of its own scope (unset = unlabelled ones).
+LABEL_SCOPE = "pairlab.scope"
+SCOPE_ENV = "PAIRLAB_DOCKER_SCOPE"
 # Host variables never forwarded into a container: the image defines its own PATH.
 HOST_ONLY_VARS = frozenset({"PATH"})
 
@@ -143,6 +147,13 @@ def owner_label() -> str:
     return f"{socket.gethostname()}:{os.getpid()}"
 
 
+def scope_labels() -> dict[str, str]:
+    """The ``pairlab.scope`` label of this process's resources ({} when PAIRLAB_DOCKER_SCOPE
+    is unset): orphan cleanup never removes another scope's resources."""
+    scope = os.environ.get(SCOPE_ENV, "")
+    return {LABEL_SCOPE: scope} if scope else {}
+
+
 def _owner_alive(owner: str | None) -> bool:
     if not owner or ":" not in owner:
         return False
@@ -155,14 +166,17 @@ def _owner_alive(owner: str | None) -> bool:
 def cleanup_orphans(client: Any, active_run_ids: Set[str] = frozenset()) -> dict[str, list[str]]:
     """Remove pairlab-managed containers, volumes and run networks whose run is not active.
 
-    A resource is an orphan when its run is not in ``active_run_ids``, it is not
-    marked keep, and the process that created it (on this host) is gone.
+    A resource is an orphan when it belongs to this process's scope (``scope_labels``),
+    its run is not in ``active_run_ids``, it is not marked keep, and the process that
+    created it (on this host) is gone.
     """
     removed: dict[str, list[str]] = {"containers": [], "volumes": [], "networks": []}
+    scope = scope_labels().get(LABEL_SCOPE, "")
 
     def orphan(labels: Mapping[str, str]) -> bool:
         return (
-            labels.get(LABEL_RUN) not in active_run_ids
+            labels.get(LABEL_SCOPE, "") == scope
+            and labels.get(LABEL_RUN) not in active_run_ids
             and labels.get(LABEL_KEEP) != "true"
             and not _owner_alive(labels.get(LABEL_OWNER))
         )
@@ -277,6 +291,7 @@ class DockerBackend:
             LABEL_OWNER: owner_label(),
             LABEL_KEEP: "true" if spec.keep_workspace else "false",
             "pairlab.role": role,
+            **scope_labels(),
         }
 
     @contextmanager
