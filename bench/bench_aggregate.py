@@ -107,7 +107,7 @@ def generate_frame(n_cohorts: int, pairs: int, seed: int = 20240601) -> pl.DataF
 
 
 def child(n_cohorts: int, pairs: int, resamples: int) -> dict[str, Any]:
-    from pairlab.core.cohorts import analyse_cohorts, effects_frame
+    from pairlab.core.analysis.cohorts import analyse_cohorts, effects_frame
 
     t0 = time.perf_counter()
     frame = generate_frame(n_cohorts, pairs)

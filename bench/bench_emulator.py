@@ -27,9 +27,9 @@ import httpx
 
 from bench.result import Result
 from pairlab.adapters.backends.local import agent_path
+from pairlab.adapters.clients.registry import CLAUDE_PRINT_FLAGS, CODEX_EXEC_FLAGS, resolve_cli
 from pairlab.adapters.emulator import EpisodeRegistration, ProviderEmulator
 from pairlab.adapters.paths import catalog_dir
-from pairlab.adapters.real_clis import CLAUDE_PRINT_FLAGS, CODEX_EXEC_FLAGS, resolve_cli
 from pairlab.core.errors import EnvironmentUnavailable
 from pairlab.core.schemas.catalog import load_suite
 

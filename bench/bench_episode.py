@@ -17,10 +17,10 @@ from pathlib import Path
 from bench.result import Result
 from pairlab.adapters.backends import make_backend
 from pairlab.adapters.backends.base import PreparedEpisode
-from pairlab.adapters.episode_build import episode_spec
+from pairlab.adapters.episode.build import episode_spec
 from pairlab.adapters.paths import catalog_dir
 from pairlab.adapters.profiles import load_named_profile
-from pairlab.core.plan import PlannedEpisode
+from pairlab.core.schedule import PlannedEpisode
 from pairlab.core.schemas.catalog import load_suite
 
 REPEATS = 5
@@ -91,7 +91,7 @@ def run() -> list[Result]:
         Result("episode, local: prepare..cleanup (median)", wall, "s", "< 2 s", wall < 2)
     )
     results.append(Result("episode, local: run latency (median)", latency, "ms", "info", True))
-    from pairlab.adapters.backends.docker import docker_available
+    from pairlab.adapters.docker_engine import docker_available
 
     if docker_available():
         wall, latency = time_backend("docker")

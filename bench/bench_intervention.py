@@ -119,7 +119,7 @@ print(json.dumps(times))
 
 
 def _network_figures() -> list[Result]:
-    from pairlab.adapters.backends.docker import docker_available, image_present
+    from pairlab.adapters.docker_engine import docker_available, image_present
 
     if not docker_available():
         return []

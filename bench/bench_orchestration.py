@@ -107,11 +107,11 @@ def direct_eval(params: Any) -> int:
     """The flow's work without Prefect: same episode code, sequential pairs, same outputs."""
     import flows.evidence_eval as ev
     from pairlab.adapters.backends.factory import make_backend
-    from pairlab.adapters.episode_io import load_eval_inputs, sim_account_dir
-    from pairlab.adapters.run_outputs import publish_outputs, write_run_outputs
-    from pairlab.adapters.rundir import RunDir
-    from pairlab.core.cohorts import analyse_cohorts, resolve_min_pairs
-    from pairlab.core.plan import plan_schedule
+    from pairlab.adapters.episode.io import load_eval_inputs, sim_account_dir
+    from pairlab.adapters.run.directory import RunDir
+    from pairlab.adapters.run.outputs import publish_outputs, write_run_outputs
+    from pairlab.core.analysis.cohorts import analyse_cohorts, resolve_min_pairs
+    from pairlab.core.schedule import plan_schedule
 
     suite, profile = load_eval_inputs(params.suite, params.profile)
     schedule = plan_schedule(
@@ -243,7 +243,8 @@ def docker_figures() -> tuple[float, float, float] | None:
     Each episode is followed by the bare ``docker run`` of the same command, so slow
     phases of the host hit both sides alike."""
     from bench.bench_episode import time_episodes
-    from pairlab.adapters.backends.docker import DEFAULT_USER, docker_available
+    from pairlab.adapters.backends.docker import DEFAULT_USER
+    from pairlab.adapters.docker_engine import docker_available
     from pairlab.adapters.profiles import load_named_profile
 
     if not docker_available():

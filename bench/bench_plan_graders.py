@@ -15,7 +15,7 @@ from pathlib import Path
 
 from bench.result import Result
 from pairlab.adapters.paths import catalog_dir
-from pairlab.core.plan import plan_schedule
+from pairlab.core.schedule import plan_schedule
 from pairlab.core.schemas.catalog import CommandGrader, load_suite
 from pairlab.core.schemas.episode import ARMS
 

@@ -114,11 +114,11 @@ _DUMMY: dict[str, str] = {}
 
 def episode_vs_bare(cli: str, backend_name: str) -> tuple[float, float, float] | None:
     """Medians of (backend episode s, bare invocation s, per-pair ratio)."""
-    from pairlab.adapters.episode_build import episode_spec
+    from pairlab.adapters.episode.build import episode_spec
     from pairlab.adapters.paths import catalog_dir
     from pairlab.adapters.profiles import load_named_profile
-    from pairlab.adapters.run_endpoint import DUMMY_CREDENTIALS, open_run_endpoint
-    from pairlab.core.plan import PlannedEpisode
+    from pairlab.adapters.run.provider import DUMMY_CREDENTIALS, open_run_endpoint
+    from pairlab.core.schedule import PlannedEpisode
     from pairlab.core.schemas.catalog import load_suite
 
     profile = load_named_profile(cli)
@@ -274,8 +274,8 @@ def throughput() -> dict[str, float]:
 
 
 def run() -> list[Result]:
-    from pairlab.adapters.backends.docker import docker_available
-    from pairlab.adapters.real_clis import resolve_cli
+    from pairlab.adapters.clients.registry import resolve_cli
+    from pairlab.adapters.docker_engine import docker_available
     from pairlab.core.errors import EnvironmentUnavailable
 
     try:

@@ -15,8 +15,8 @@ import time
 from pathlib import Path
 
 from bench.result import Result
-from pairlab.adapters.publish import publish_run
 from pairlab.adapters.store import open_store
+from pairlab.adapters.store.publish import publish_run
 from pairlab.adapters.store.runs import pull_run
 from pairlab.core.redaction import redact_text
 

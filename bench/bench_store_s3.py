@@ -3,7 +3,7 @@ store, for a 140-episode run (the demo's size) and a 10,000-episode run.
 
 Each synthetic episode holds what a real one publishes most of: ``record.json`` (~2 KiB)
 and a transcript-like ``stdout.txt`` (~8 KiB, redacted on publish), plus the run's own
-files. Garage is one node on loopback (``pairlab.adapters.garage.GarageNode``: the
+files. Garage is one node on loopback (``pairlab.adapters.store.garage.GarageNode``: the
 pinned binary, sqlite metadata, replication factor 1) with boto3's default client
 configuration through the S3 adapter. Figures: objects/s and MB/s (payload bytes) for
 ``publish_run`` (redaction, hashing, upload, manifest last) and ``pull_run`` (download,
@@ -21,9 +21,9 @@ import time
 from pathlib import Path
 
 from bench.result import Result
-from pairlab.adapters.publish import publish_run
 from pairlab.adapters.store import open_store
 from pairlab.adapters.store.base import Store
+from pairlab.adapters.store.publish import publish_run
 from pairlab.adapters.store.runs import pull_run
 
 SIZES = (140, 10_000)
@@ -84,7 +84,7 @@ def _measure(label: str, store: Store, run_dir: Path, payload: int, dest: Path) 
 
 
 def run() -> list[Result]:
-    from pairlab.adapters.garage import GarageNode, garage_binary
+    from pairlab.adapters.store.garage import GarageNode, garage_binary
 
     results: list[Result] = []
     with tempfile.TemporaryDirectory(prefix="pairlab-bench-s3-") as tmp:

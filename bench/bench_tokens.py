@@ -35,7 +35,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from bench.result import Result
-from pairlab.adapters.ledger_db import ingest_jsonl
+from pairlab.adapters.mcp_ledger.db import ingest_jsonl
 from pairlab.core.accounting.tokenizer import load_token_counter
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -26,7 +26,7 @@ SHAPES = ((1200, 10, 5), (1050, 25, 5), (1100, 3, 2))  # cohorts, pairs, min_pai
 def main() -> None:
     root = str(Path(sys.argv[1]).resolve())
     sys.path.insert(0, root)
-    import pairlab.core.cohorts as cohorts
+    import pairlab.core.analysis.cohorts as cohorts
 
     if not cohorts.__file__ or not cohorts.__file__.startswith(root):
         raise SystemExit(f"pairlab imported from {cohorts.__file__}, not {root}")

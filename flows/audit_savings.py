@@ -9,7 +9,7 @@ from prefect import flow
 from prefect.artifacts import create_markdown_artifact
 from pydantic import BaseModel, ConfigDict, Field
 
-from pairlab.adapters.ledger_audit import audit_path
+from pairlab.adapters.mcp_ledger.audit import audit_path
 
 
 class AuditParams(BaseModel):

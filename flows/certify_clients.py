@@ -12,7 +12,7 @@ from prefect import flow
 from prefect.artifacts import create_markdown_artifact, create_table_artifact
 from pydantic import BaseModel, ConfigDict, Field
 
-from pairlab.adapters.certify import certify_profiles
+from pairlab.adapters.certify.sim import certify_profiles
 
 
 class CertifyParams(BaseModel):

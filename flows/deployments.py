@@ -8,7 +8,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from flows import audit_savings, canary_trial, certify_clients, compare_artifact
+from flows import audit_savings, certify_clients, compare_artifact
+from flows.canary import trial as canary_trial
 from flows.evidence_eval import evidence_eval
 from flows.form_schema import Choices, drop_none, polish_schema
 from flows.params import EvidenceEvalParams

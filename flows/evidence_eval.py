@@ -21,31 +21,31 @@ from prefect.cache_policies import NO_CACHE
 from prefect.futures import PrefectConcurrentFuture, PrefectFuture
 from prefect.task_runners import ThreadPoolTaskRunner
 
-from flows.dispatch import dispatch_pair
-from flows.episode_attempt import episode_attempt
+from flows.evidence.dispatch import dispatch_pair
+from flows.evidence.episode_attempt import episode_attempt
+from flows.evidence.quota_block import quota_interval_plan, run_quota_block, write_quota_intervals
+from flows.evidence.warm_harvest import harvest_graph
 from flows.params import EvidenceEvalParams
-from flows.quota_block import quota_interval_plan, run_quota_block, write_quota_intervals
 from flows.run_ui import failure_reason, name_flow_run, pair_text
-from flows.warm_harvest import harvest_graph
-from pairlab.adapters import progress as progress_events
 from pairlab.adapters.backends.base import ExecutionBackend
 from pairlab.adapters.backends.factory import make_backend
-from pairlab.adapters.episode_build import episode_record, episode_spec
-from pairlab.adapters.episode_io import (
+from pairlab.adapters.episode.build import episode_record, episode_spec
+from pairlab.adapters.episode.io import (
     load_eval_inputs,
     sim_account_dir,
 )
-from pairlab.adapters.run_endpoint import RunEndpoint, open_run_endpoint
-from pairlab.adapters.run_outputs import published_location
-from pairlab.adapters.run_plan import freeze_plan
-from pairlab.adapters.rundir import RunDir
-from pairlab.core.cohorts import resolve_gate
+from pairlab.adapters.run import progress_events
+from pairlab.adapters.run.directory import RunDir
+from pairlab.adapters.run.outputs import published_location
+from pairlab.adapters.run.provider import RunEndpoint, open_run_endpoint
+from pairlab.adapters.run.study_plan import freeze_plan
+from pairlab.core.analysis.cohorts import resolve_gate
 from pairlab.core.emulator.run_settings import pair_seed
-from pairlab.core.plan import PlannedEpisode, Schedule, plan_schedule
+from pairlab.core.findings.warm_stratum import WARM, plan_warm_schedule
+from pairlab.core.schedule import PlannedEpisode, Schedule, plan_schedule
 from pairlab.core.schemas.catalog import LoadedSuite
 from pairlab.core.schemas.episode import EpisodeRecord
 from pairlab.core.schemas.profile import RunnerProfile
-from pairlab.core.warm_stratum import WARM, plan_warm_schedule
 from tasks.args import quoted
 from tasks.episode import (
     collect_and_grade,
@@ -212,7 +212,7 @@ def run_pair(
             continue
         with episode_attempt(
             params.dispatch, run_dir, planned.episode_id
-        ):  # flows/episode_attempt.py
+        ):  # flows/evidence/episode_attempt.py
             records.append(
                 _execute_one(
                     planned,
@@ -234,7 +234,7 @@ def open_endpoint(
 ) -> RunEndpoint | None:
     """The run's provider emulator (and Docker run network), for ``endpoint: emulator``."""
     if profile.endpoint != "emulator" or params.dispatch.mode != "in-process":
-        return None  # work-pool: each run-pair flow run opens its own (flows/run_pair.py)
+        return None  # work-pool: each run-pair flow run opens its own (flows/evidence/run_pair.py)
     return open_run_endpoint(
         profile,
         run_id=run_id,
@@ -344,10 +344,10 @@ def evidence_eval(params: EvidenceEvalParams) -> dict[str, Any]:
 
     def submit(pair: list[PlannedEpisode]) -> None:
         logger.info("pair %d/%d start: %s", pair_no[id(pair)], len(pending), pair_text(pair))
-        if params.dispatch.mode == "work-pool":  # scale-out: flows/dispatch.py
+        if params.dispatch.mode == "work-pool":  # scale-out: flows/evidence/dispatch.py
             track(dispatch_pair.submit(pair, params=params, run_dir=run_dir), pair)
             return
-        if schedule.quota_intervals is not None:  # flows/quota_block.py
+        if schedule.quota_intervals is not None:  # flows/evidence/quota_block.py
             execute = functools.partial(
                 _attempt_one,
                 params=params,

@@ -12,7 +12,7 @@ import logging
 from collections.abc import Sequence
 from uuid import UUID
 
-from pairlab.core.plan import PlannedEpisode
+from pairlab.core.schedule import PlannedEpisode
 from pairlab.core.schemas.episode import EpisodeRecord
 
 _log = logging.getLogger(__name__)

@@ -1,13 +1,13 @@
 #!/usr/bin/env bash
 # Build the pinned Garage binary once, from the Rust crate registry, cached by version and
-# features (only what the project uses: pairlab/adapters/garage.py GARAGE_FEATURES):
+# features (only what the project uses: pairlab/adapters/store/garage.py GARAGE_FEATURES):
 #   ~/.cache/pairlab/garage/<version>-<features joined by +>/bin/garage
 # (PAIRLAB_GARAGE_BIN overrides the path). Does nothing when that binary exists (CI calls
 # this on every run, in the background: cold ~12 min on two busy cores, warm 0 s).
 # Needs cargo (rustup) and a C compiler.
 # Usage: scripts/build-garage.sh [--force]      Prints the binary's path on stdout.
 set -euo pipefail
-GARAGE_PY="$(dirname "$0")/../pairlab/adapters/garage.py"
+GARAGE_PY="$(dirname "$0")/../pairlab/adapters/store/garage.py"
 VERSION="$(sed -n 's/^GARAGE_VERSION: Final = "\(.*\)"$/\1/p' "$GARAGE_PY")"
 FEATURES="$(sed -n 's/^GARAGE_FEATURES: Final = "\(.*\)"$/\1/p' "$GARAGE_PY")"
 ROOT="${HOME}/.cache/pairlab/garage/${VERSION}-${FEATURES//,/+}"

@@ -23,7 +23,9 @@ from pairlab.adapters.backends.base import (
     PreparedEpisode,
     RunOutcome,
 )
-from pairlab.adapters.episode_io import (
+from pairlab.adapters.episode.finding_evidence import read_episode_evidence
+from pairlab.adapters.episode.grading import grade
+from pairlab.adapters.episode.io import (
     EpisodeUsage,
     assess_concurrent_use,
     concurrency_mark,
@@ -33,11 +35,9 @@ from pairlab.adapters.episode_io import (
     snapshot_quota,
     usage_files,
 )
-from pairlab.adapters.finding_evidence import read_episode_evidence
-from pairlab.adapters.grading import grade
-from pairlab.adapters.rundir import RunDir
+from pairlab.adapters.run.directory import RunDir
 from pairlab.core.findings.evidence import EpisodeEvidence
-from pairlab.core.quota_consumption import UNKNOWN_CONCURRENT_USE, ConcurrentUse
+from pairlab.core.quota.consumption import UNKNOWN_CONCURRENT_USE, ConcurrentUse
 from pairlab.core.schemas.catalog import TaskEntry
 from pairlab.core.schemas.episode import EpisodeRecord, GraderCheck
 from pairlab.core.schemas.profile import RunnerProfile

@@ -16,18 +16,18 @@ from prefect.artifacts import (
 )
 from prefect.cache_policies import NO_CACHE
 
-from pairlab.adapters.run_outputs import publish_outputs, published_location, write_run_outputs
-from pairlab.adapters.rundir import RunDir
-from pairlab.core.cohorts import resolve_gate
-from pairlab.core.run_artifacts import (
+from pairlab.adapters.run.directory import RunDir
+from pairlab.adapters.run.outputs import publish_outputs, published_location, write_run_outputs
+from pairlab.core.analysis.cohorts import resolve_gate
+from pairlab.core.analysis.study_plan import ResolvedPlan
+from pairlab.core.report.prefect_ui import (
     LINKED_FILES,
     cohort_tables,
     exploratory_note,
     headline_markdown,
 )
-from pairlab.core.run_report import analyse_records
+from pairlab.core.report.run import analyse_records
 from pairlab.core.schemas.episode import EpisodeRecord
-from pairlab.core.study_plan import ResolvedPlan
 from tasks.args import quoted
 from tasks.retry import infra_task
 
@@ -82,7 +82,7 @@ def show_results(report_json: str, store: str, run_id: str) -> list[str]:
 
 @task(name="cohort-tables", cache_policy=NO_CACHE, persist_result=False)
 def cohort_table_artifacts(report: dict[str, Any], run_id: str) -> list[str]:
-    """One table artifact per primary metric (pairlab/core/run_artifacts.py)."""
+    """One table artifact per primary metric (pairlab/core/report/prefect_ui.py)."""
     note = exploratory_note(report)
     keys = []
     for metric, rows in cohort_tables(report).items():

@@ -23,7 +23,7 @@ from tests.support import REPO_ROOT
 
 RUNNER = (
     "import json, sys\n"
-    "from flows.canary_trial import canary_trial\n"
+    "from flows.canary.trial import canary_trial\n"
     "from flows.params import CanaryTrialParams\n"
     "params = CanaryTrialParams.model_validate_json(sys.argv[1])\n"
     "state = canary_trial(params, return_state=True)\n"

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from pairlab.core.power import PowerSimulator
+from pairlab.core.analysis.power import PowerSimulator
 from pairlab.core.stats import make_rng
 
 PILOTS = (10, 20, 40, 120, 300)

@@ -16,11 +16,11 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-from pairlab.core.quota_consumption import interval_consumption
-from pairlab.core.run_report import RunSettings
+from pairlab.core.analysis.study_plan import ResolvedPlan, default_plan, frozen_plan_bytes
+from pairlab.core.quota.consumption import interval_consumption
+from pairlab.core.report.run import RunSettings
 from pairlab.core.schemas.episode import EpisodeRecord
 from pairlab.core.schemas.quota import QuotaObservation
-from pairlab.core.study_plan import ResolvedPlan, default_plan, frozen_plan_bytes
 
 T0 = datetime(2026, 3, 1, 12, 0, tzinfo=UTC)
 RESET = T0 + timedelta(hours=5)

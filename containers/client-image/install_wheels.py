@@ -2,7 +2,7 @@
 
     python3 install_wheels.py MANIFEST.json ROOT
 
-MANIFEST (written by pairlab/adapters/client_images.py) lists each wheel file
+MANIFEST (written by pairlab/adapters/images/clients.py) lists each wheel file
 (relative to the manifest), the SHA-256 that uv.lock pins for it, the CPython
 tag it needs (or null), the directory to extract it into, and optionally which
 member prefixes to keep (e.g. only the CLI binary of a large SDK wheel). Every

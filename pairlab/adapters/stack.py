@@ -220,7 +220,7 @@ class ServiceState:
 
 
 def service_states(settings: StackSettings) -> list[ServiceState]:
-    from pairlab.adapters.backends.docker import connect
+    from pairlab.adapters.docker_engine import connect
 
     client = connect()
     try:
@@ -293,7 +293,7 @@ def stack_up(
     started = time.monotonic()
     compose_command()
     if build:
-        from pairlab.adapters.images import build_images
+        from pairlab.adapters.images.registry import build_images
 
         build_images(STACK_IMAGES, log=log)
     ensure_env_files(settings)

@@ -20,15 +20,15 @@ from typing import Annotated
 import typer
 
 from pairlab.cli.output import emit_json
-from pairlab.core.errors import InvalidInputError, ReasonCode
-from pairlab.core.schemas.episode import EpisodeRecord, iter_episode_lines
-from pairlab.core.study_plan import (
+from pairlab.core.analysis.study_plan import (
     FROZEN_PLAN_NAME,
     ResolvedPlan,
     default_plan,
     load_plan_file,
     read_frozen_plan,
 )
+from pairlab.core.errors import InvalidInputError, ReasonCode
+from pairlab.core.schemas.episode import EpisodeRecord, iter_episode_lines
 
 
 def read_episode_log(path: Path) -> list[EpisodeRecord]:
@@ -54,7 +54,7 @@ def choose_run_id(explicit: str | None, records: list[EpisodeRecord], path: Path
 
 def plan_for(explicit: Path | None, episodes: Path) -> ResolvedPlan:
     """``explicit`` (YAML plan or frozen plan.json), else the run's frozen plan, else default."""
-    from pairlab.core.cohorts import resolve_min_pairs
+    from pairlab.core.analysis.cohorts import resolve_min_pairs
 
     if explicit is not None:
         if explicit.name.endswith(".json"):
@@ -100,7 +100,7 @@ def register(app: typer.Typer) -> None:
     ) -> None:
         """Per-cohort paired effects with bootstrap intervals and correctness."""
         # Imported here: scipy/polars take seconds to import, every other command would pay it.
-        from pairlab.core.cohorts import analyse_cohorts, render_cohort_table, resolve_gate
+        from pairlab.core.analysis.cohorts import analyse_cohorts, render_cohort_table, resolve_gate
 
         resolved = plan_for(plan, episodes)
         gate = resolve_gate(min_pairs, resolved)

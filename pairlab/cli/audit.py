@@ -13,8 +13,8 @@ from typing import Annotated, Any
 
 import typer
 
-from pairlab.adapters.ledger_audit import audit_path
-from pairlab.adapters.ledger_db import LedgerWriter, ingest_jsonl
+from pairlab.adapters.mcp_ledger.audit import audit_path
+from pairlab.adapters.mcp_ledger.db import LedgerWriter, ingest_jsonl
 from pairlab.cli.output import emit_json
 from pairlab.core.errors import InvalidInputError, ReasonCode
 

@@ -32,7 +32,7 @@ def register(app: typer.Typer) -> None:
         ] = None,
     ) -> None:
         """Validate runner profiles, record CLI versions, and run the isolation probe."""
-        from pairlab.adapters.certify import certify_profiles
+        from pairlab.adapters.certify.sim import certify_profiles
 
         report = certify_profiles(backend_name=backend, only=profile, directory=profiles_dir)
         if json_out:

@@ -131,7 +131,7 @@ def ledger_command(
     as_json: Annotated[bool, typer.Option("--json", help="machine-readable output")] = False,
 ) -> None:
     """Summarise one episode ledger: requests, faults, ground truth."""
-    from pairlab.core.emulator.ledger import ground_truth, read_ledger
+    from pairlab.core.emulator.request_ledger import ground_truth, read_ledger
 
     episode, rows = read_ledger(path)
     truth = ground_truth(rows)
@@ -165,7 +165,7 @@ def clis_command(
     as_json: Annotated[bool, typer.Option("--json", help="machine-readable output")] = False,
 ) -> None:
     """The real CLIs bundled in the pinned wheels, with their versions."""
-    from pairlab.adapters.real_clis import REAL_CLIS, resolve_cli
+    from pairlab.adapters.clients.registry import REAL_CLIS, resolve_cli
 
     found = [resolve_cli(name) for name in REAL_CLIS]  # raises (exit 3) when one is missing
     if as_json:

@@ -30,7 +30,7 @@ def _delivered_tokens(collected: CollectedFiles, out_dir: Path) -> tuple[int | N
     Returns ``(tokens, error)``: a ledger that cannot be read is reported, and the
     measurement stays None (never 0).
     """
-    from pairlab.adapters.episode_io import ingest_ledger
+    from pairlab.adapters.episode.io import ingest_ledger
     from pairlab.core.errors import PairlabError
 
     try:
@@ -56,13 +56,13 @@ def run_one_episode(
     account_dir: Path | None,
 ) -> dict[str, Any]:
     from pairlab.adapters.backends import make_backend
-    from pairlab.adapters.episode_build import episode_spec
-    from pairlab.adapters.episode_io import extract_final_answer, sim_account_dir
-    from pairlab.adapters.grading import grade
+    from pairlab.adapters.episode.build import episode_spec
+    from pairlab.adapters.episode.grading import grade
+    from pairlab.adapters.episode.io import extract_final_answer, sim_account_dir
     from pairlab.adapters.paths import catalog_dir
     from pairlab.adapters.profiles import load_named_profile
-    from pairlab.core.plan import PlannedEpisode
     from pairlab.core.records import sha256_text
+    from pairlab.core.schedule import PlannedEpisode
     from pairlab.core.schemas.catalog import load_suite
     from pairlab.core.schemas.episode import make_episode_id, make_pair_id
 
@@ -84,7 +84,7 @@ def run_one_episode(
     )
     endpoint = None
     if profile.endpoint == "emulator":  # the provider emulator, for this one episode
-        from pairlab.adapters.run_endpoint import open_run_endpoint
+        from pairlab.adapters.run.provider import open_run_endpoint
 
         endpoint = open_run_endpoint(
             profile, run_id=run_id, backend_name=backend_name, ledger_dir=out / "emulator"
@@ -122,7 +122,7 @@ def run_one_episode(
             backend.cleanup(prepared)
         truth = None
         if endpoint is not None and registered is not None:
-            from pairlab.adapters.episode_io import read_episode_usage
+            from pairlab.adapters.episode.io import read_episode_usage
 
             usage = read_episode_usage(profile, collected)
             truth = endpoint.check_episode(

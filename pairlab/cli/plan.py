@@ -10,7 +10,7 @@ import typer
 from pairlab.adapters.paths import catalog_dir
 from pairlab.cli.output import emit_json
 from pairlab.core.errors import InvalidInputError, ReasonCode
-from pairlab.core.plan import QuotaIntervalPlan, Schedule, generate_run_id, plan_schedule
+from pairlab.core.schedule import QuotaIntervalPlan, Schedule, generate_run_id, plan_schedule
 from pairlab.core.schemas.catalog import load_suite
 from pairlab.core.schemas.episode import ARMS
 

@@ -5,7 +5,7 @@ used as the plan), a published run (``<store URL>/runs/<id>``, pulled with
 verification into a temporary directory) or an episode log (JSON lines). For each
 cohort and contrast the paired-difference standard deviation of the metric is
 estimated, and the smallest number of pairs at which the decision rule detects the
-given saving with the given power is found by simulation (:mod:`pairlab.core.power`).
+given saving with the given power is found by simulation (:mod:`pairlab.core.analysis.power`).
 The value to pre-register is the largest over the cohorts that could be estimated.
 """
 
@@ -20,9 +20,9 @@ from typing import Annotated, Any
 import typer
 
 from pairlab.cli.output import emit_json
+from pairlab.core.analysis.metrics import METRICS
+from pairlab.core.analysis.study_plan import ResolvedPlan
 from pairlab.core.errors import InvalidInputError, ReasonCode
-from pairlab.core.metrics import METRICS
-from pairlab.core.study_plan import ResolvedPlan
 
 
 def _records_and_plan(
@@ -132,8 +132,8 @@ def register(app: typer.Typer) -> None:
         as_json: Annotated[bool, typer.Option("--json", help="print JSON")] = False,
     ) -> None:
         """Pairs per cohort needed to detect a saving with a given power under the decision rule."""
-        from pairlab.core.cohorts import paired_samples
-        from pairlab.core.power import Effect, PowerSimulator, plan_cohort
+        from pairlab.core.analysis.cohorts import paired_samples
+        from pairlab.core.analysis.power import Effect, PowerSimulator, plan_cohort
 
         if model not in ("normal", "empirical"):
             raise InvalidInputError(

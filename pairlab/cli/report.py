@@ -47,9 +47,9 @@ def register(app: typer.Typer) -> None:
         ] = False,
     ) -> None:
         """Re-render a finished run's report from its stored inputs (nothing is re-run)."""
-        from pairlab.adapters.report_source import load_stored_run, locate_run
-        from pairlab.adapters.run_outputs import write_report_files
-        from pairlab.core.run_report import REPORT_FILES
+        from pairlab.adapters.run.outputs import write_report_files
+        from pairlab.adapters.run.report_source import load_stored_run, locate_run
+        from pairlab.core.report.run import REPORT_FILES
 
         chosen = [name for name, flag in (("html", html), ("md", md), ("json", as_json)) if flag]
         if len(chosen) > 1:

@@ -39,16 +39,17 @@ def _prepare_docker_images(profile: Any) -> None:
     """Engine reachable and the episode image built (first use) before the flow starts, so
     a missing engine or build prerequisite is one line and exit 3, never a flow traceback;
     the flow then finds the images ready (``ensure_image`` remembers them)."""
-    from pairlab.adapters.backends.docker import connect, ensure_episode_image
-    from pairlab.adapters.real_clis import REAL_CLIS
+    from pairlab.adapters.clients.registry import REAL_CLIS
+    from pairlab.adapters.docker_engine import connect
+    from pairlab.adapters.images.registry import ensure_image
 
     connect().close()
     if profile.client in REAL_CLIS:
-        from pairlab.adapters.run_endpoint import ensure_client_image
+        from pairlab.adapters.run.provider import ensure_client_image
 
         ensure_client_image(profile)
     else:
-        ensure_episode_image(profile.image)
+        ensure_image(profile.image)
 
 
 def _run_eval(params: Any, *, show_progress: bool) -> dict[str, Any]:
@@ -58,7 +59,7 @@ def _run_eval(params: Any, *, show_progress: bool) -> dict[str, Any]:
     if params.backend == "docker" and params.dispatch.mode == "in-process":
         _prepare_docker_images(profile)
     _quiet_prefect()
-    from pairlab.adapters import progress as progress_events
+    from pairlab.adapters.run import progress_events
 
     if not show_progress:
         from flows.evidence_eval import evidence_eval

@@ -38,7 +38,7 @@ def register(app: typer.Typer) -> None:
         as_json: Annotated[bool, typer.Option("--json", help="Print the outcome as JSON")] = False,
     ) -> None:
         """Redact and publish a run: every object first, manifest.json last (idempotent)."""
-        from pairlab.adapters.publish import publish_run_detailed  # polars: import on use
+        from pairlab.adapters.store.publish import publish_run_detailed  # polars: import on use
 
         store = open_store(to)
         outcome = publish_run_detailed(

@@ -2,7 +2,7 @@
 
 Pure: the caller gathers the outcome, usage, checks, quota snapshots and the
 concurrent-use assessment; this module only decides what goes into the record
-(including the per-window quota consumption, :mod:`pairlab.core.quota_consumption`).
+(including the per-window quota consumption, :mod:`pairlab.core.quota.consumption`).
 Missing measurements stay ``None``; transcripts are attached only when asked for,
 hashes always.
 """
@@ -13,7 +13,7 @@ import hashlib
 from collections.abc import Sequence
 from datetime import datetime
 
-from pairlab.core.quota_consumption import (
+from pairlab.core.quota.consumption import (
     UNKNOWN_CONCURRENT_USE,
     ConcurrentUse,
     interval_consumption,

@@ -1,7 +1,7 @@
 """Secret and personal-data redaction for everything that leaves the machine (DESIGN 11).
 
 Pure: bytes/str in, redacted bytes/str and a count of findings by kind out. The
-publisher (``pairlab.adapters.publish``) decides what to do with the result.
+publisher (``pairlab.adapters.store.publish``) decides what to do with the result.
 
 What is looked for (``KINDS``): API keys and tokens of the major providers
 (Anthropic, OpenAI, Google, GitHub, Slack, Hugging Face), cloud credentials (AWS

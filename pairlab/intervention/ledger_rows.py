@@ -6,7 +6,7 @@ written for every preview (before = the whole file the tool would have returned,
 returned = the preview actually sent; saved = before - returned); an expansion
 for every ``expand`` (returned = the text sent), linked by the preview's
 ``expansion_ref``. The identity is (process, session, rpc): a client's retry of
-the same call repeats it, and the ledger store (pairlab.adapters.ledger_db)
+the same call repeats it, and the ledger store (pairlab.adapters.mcp_ledger.db)
 keeps the first row only -- the file keeps every attempt, so the retry stays
 visible as a counted duplicate.
 

@@ -3,7 +3,7 @@
 
 "No image present" without deleting images concurrent runs use: every image here is
 built under a test-only prefix (``PAIRLAB_IMAGE_PREFIX=pairlabfresh<pid><rand>/``, see
-pairlab.adapters.images), which starts empty on any engine; the test removes exactly
+pairlab.adapters.images.registry), which starts empty on any engine; the test removes exactly
 those images at the end. The base image is built from Debian packages (debootstrap)
 like on a fresh machine, then the episode image on it, both on first use by the Docker
 backend. Also: a second build is a no-op (cached by tag and input hash), and a missing
@@ -23,7 +23,7 @@ from pathlib import Path
 
 import pytest
 
-from pairlab.adapters.images import remove_prefix_images
+from pairlab.adapters.images.registry import remove_prefix_images
 from tests.support import REPO_ROOT, require
 
 pytestmark = [pytest.mark.docker, pytest.mark.e2e, pytest.mark.slow, pytest.mark.timeout(1500)]

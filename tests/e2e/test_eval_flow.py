@@ -19,7 +19,7 @@ import pytest
 
 from flows.evidence_eval import evidence_eval
 from flows.params import EvidenceEvalParams
-from pairlab.core.run_artifacts import LINKED_FILES, cohort_tables, headline_markdown
+from pairlab.core.report.prefect_ui import LINKED_FILES, cohort_tables, headline_markdown
 from tests.e2e import eval_checks as checks
 from tests.integration.backend_fixtures import simclient_image  # noqa: F401  (session fixture)
 

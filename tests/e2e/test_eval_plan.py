@@ -11,8 +11,8 @@ import pytest
 
 from flows.evidence_eval import evidence_eval
 from flows.params import EvidenceEvalParams
+from pairlab.core.analysis.study_plan import StudyPlan
 from pairlab.core.errors import InvalidInputError, ReasonCode
-from pairlab.core.study_plan import StudyPlan
 from tests.support import CATALOG_DIR, cli_exit
 
 PLAN = """\

@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pytest
 
-from flows.episode_attempt import read_execution_log
+from flows.evidence.episode_attempt import read_execution_log
 from tests.e2e import eval_checks as checks
 
 RUN_ID = "e2e-resume"

@@ -26,10 +26,10 @@ import pytest
 
 from flows.evidence_eval import evidence_eval
 from flows.params import EvidenceEvalParams
-from pairlab.adapters.quota_interval_files import read_intervals_jsonl
-from pairlab.adapters.trial_inputs import open_sim_account
-from pairlab.core.cohorts import episodes_frame
-from pairlab.core.quota_consumption import ACCOUNT_WINDOW_COLUMNS
+from pairlab.adapters.run.quota_interval_files import read_intervals_jsonl
+from pairlab.adapters.run.trial_inputs import open_sim_account
+from pairlab.core.analysis.cohorts import episodes_frame
+from pairlab.core.quota.consumption import ACCOUNT_WINDOW_COLUMNS
 from pairlab.core.schemas.episode import EpisodeRecord
 from tests.e2e import eval_checks as checks
 

@@ -32,10 +32,10 @@ import pytest
 
 from flows.evidence_eval import evidence_eval
 from flows.params import EvidenceEvalParams
-from pairlab.adapters.run_endpoint import cli_own_usage
-from pairlab.core.emulator.ledger import RequestRow, ground_truth, read_ledger
+from pairlab.adapters.run.provider import cli_own_usage
 from pairlab.core.emulator.quota_model import WindowSnapshot
 from pairlab.core.emulator.quota_surfaces import whole_percent
+from pairlab.core.emulator.request_ledger import RequestRow, ground_truth, read_ledger
 from pairlab.core.emulator.run_settings import EmulatorSettings, pair_seed, parse_fault_rule
 from pairlab.core.emulator.scripted_model import ScriptChoices
 from pairlab.core.schemas.catalog import load_suite

@@ -17,7 +17,7 @@ import pytest
 
 from flows.evidence_eval import evidence_eval
 from flows.params import EvidenceEvalParams
-from pairlab.core.report_text import headline_cell
+from pairlab.core.report.words import headline_cell
 from tests.support import CHROMIUM, CHROMIUM_ARGS, require
 
 pytestmark = [pytest.mark.browser, pytest.mark.prefect, pytest.mark.e2e]

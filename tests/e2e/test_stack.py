@@ -34,9 +34,9 @@ from typing import Any
 
 import pytest
 
-from flows.episode_attempt import read_execution_log
-from pairlab.adapters.garage import garage_binary
+from flows.evidence.episode_attempt import read_execution_log
 from pairlab.adapters.stack import read_env_file
+from pairlab.adapters.store.garage import garage_binary
 from tests.support import REPO_ROOT, require
 
 pytestmark = [
@@ -366,8 +366,8 @@ def _wait_garage_healthy(stack: Stack, timeout_s: float = 120) -> None:
 def test_one_garage_node_stopped_while_publishing(
     stack: Stack, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from pairlab.adapters.publish import publish_run
     from pairlab.adapters.store import open_store
+    from pairlab.adapters.store.publish import publish_run
     from pairlab.adapters.store.runs import list_runs, pull_run
     from tests.integration.store.run_dirs import write_eval_run
 
@@ -390,8 +390,8 @@ def test_one_garage_node_stopped_while_publishing(
 def test_store_unreachable_while_publishing_then_retry_completes(
     stack: Stack, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from pairlab.adapters.publish import publish_run
     from pairlab.adapters.store import open_store
+    from pairlab.adapters.store.publish import publish_run
     from pairlab.adapters.store.runs import list_runs, pull_run
     from pairlab.core.errors import EnvironmentUnavailable, PublishError, ReasonCode
     from tests.integration.store.conftest import FAST_S3_OPTIONS

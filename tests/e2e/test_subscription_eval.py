@@ -29,11 +29,11 @@ import pytest
 
 from flows.evidence_eval import evidence_eval
 from flows.params import EvidenceEvalParams
-from pairlab.adapters.quota_interval_files import read_intervals_jsonl
-from pairlab.adapters.trial_inputs import open_sim_account
+from pairlab.adapters.run.quota_interval_files import read_intervals_jsonl
+from pairlab.adapters.run.trial_inputs import open_sim_account
 from pairlab.core.canary.manifest import to_identifier
 from pairlab.core.canary.quota import quota_observations
-from pairlab.core.quota_intervals import QuotaIntervalRecord
+from pairlab.core.quota.intervals import QuotaIntervalRecord
 from pairlab.core.verdict.artifact import Provider
 from tests.support import compare_cases, run_pairlab
 

@@ -26,7 +26,7 @@ from typing import Any
 import pytest
 
 from flows.deployments import form_choices
-from pairlab.core.run_artifacts import decision_label, why_not
+from pairlab.core.report.prefect_ui import decision_label, why_not
 from tests.support import CHROMIUM, require
 from tests.ui_support import (
     api,

@@ -28,7 +28,7 @@ SIM_IMAGE = f"pairlab/simclient:{simclient_version()}"
 
 
 def docker_client_or_skip() -> Any:
-    from pairlab.adapters.backends.docker import docker_available
+    from pairlab.adapters.docker_engine import docker_available
 
     available = docker_available()
     require(available, "Docker engine")

@@ -19,23 +19,23 @@ import pytest
 
 from pairlab.adapters.backends.base import EpisodeSpec, GraphSeed, PreparedEpisode, RunOutcome
 from pairlab.adapters.backends.local import LocalBackend
-from pairlab.adapters.cli_output import (
+from pairlab.adapters.clients.cli_output import (
     claude_final_answer,
     claude_result_usage,
     codex_final_answer,
     codex_turn_usage,
 )
+from pairlab.adapters.clients.registry import CLAUDE_PRINT_FLAGS, CODEX_EXEC_FLAGS, resolve_cli
 from pairlab.adapters.emulator import EpisodeHandle, EpisodeRegistration, Fault, ProviderEmulator
-from pairlab.adapters.grading import grade
+from pairlab.adapters.episode.grading import grade
 from pairlab.adapters.intervention_wiring import (
     EMPTY_CLAUDE_MCP_CONFIG,
     claude_mcp_config_json,
     codex_arm_args,
 )
-from pairlab.adapters.real_clis import CLAUDE_PRINT_FLAGS, CODEX_EXEC_FLAGS, resolve_cli
 from pairlab.adapters.usage import read_usage
 from pairlab.adapters.usage.base import UsageReport
-from pairlab.core.emulator.ledger import RequestRow, ground_truth
+from pairlab.core.emulator.request_ledger import RequestRow, ground_truth
 from pairlab.core.errors import EnvironmentUnavailable
 from pairlab.core.schemas.catalog import TaskEntry
 from pairlab.core.schemas.episode import GraderCheck

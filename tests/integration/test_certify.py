@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 import yaml
 
-from pairlab.adapters.certify import certify_profiles
+from pairlab.adapters.certify.sim import certify_profiles
 from tests.integration.backend_fixtures import simclient_image  # noqa: F401  (session fixture)
 from tests.support import PROFILES_DIR
 

@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 import yaml
 
-from pairlab.adapters.real_clis import resolve_cli
+from pairlab.adapters.clients.registry import resolve_cli
 from tests.integration.realcli_harness import require_cli
 from tests.support import PROFILES_DIR
 

@@ -1,7 +1,7 @@
 """The real-CLI images: built with no registry from the wheels uv.lock pins, and the real CLIs
 in them start the reference intervention they carry.
 
-The images are (re)built once per module by pairlab.adapters.client_images (an unchanged
+The images are (re)built once per module by pairlab.adapters.images.clients (an unchanged
 input hash reuses the existing tag in about a second). Containers run as uid 1000 with
 ``--network none`` unless a test says otherwise, and are labelled ``pairlab.test``.
 """
@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from pairlab.adapters.client_images import CLIENT_IMAGES, build_client_image
+from pairlab.adapters.images.clients import CLIENT_IMAGES, build_client_image
 from pairlab.adapters.intervention_wiring import (
     claude_arm_args,
     codex_arm_args,

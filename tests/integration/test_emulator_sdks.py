@@ -17,7 +17,7 @@ from pydantic import TypeAdapter
 
 from pairlab.adapters.emulator import EpisodeHandle, EpisodeRegistration, Fault, ProviderEmulator
 from pairlab.adapters.emulator.catalog_scripts import task_script
-from pairlab.core.emulator.ledger import ground_truth
+from pairlab.core.emulator.request_ledger import ground_truth
 from tests.emulator_support import (
     CWD,
     claude_request,

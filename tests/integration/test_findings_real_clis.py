@@ -17,7 +17,7 @@ import pytest
 from pairlab.adapters.backends.base import GraphSeed
 from pairlab.adapters.backends.local import LocalBackend
 from pairlab.adapters.emulator import ProviderEmulator
-from pairlab.adapters.finding_evidence import transcript_call_ids
+from pairlab.adapters.episode.finding_evidence import transcript_call_ids
 from pairlab.core.findings.graph import audit_trail, fold
 from pairlab.core.findings.lifecycle import certify_lifecycle
 from pairlab.core.schemas.catalog import load_task

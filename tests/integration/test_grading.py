@@ -10,7 +10,7 @@ import pytest
 
 from pairlab.adapters.backends import EpisodeSpec, PreparedEpisode
 from pairlab.adapters.backends.local import LocalBackend
-from pairlab.adapters.grading import grade
+from pairlab.adapters.episode.grading import grade
 from pairlab.core.schemas.catalog import TaskEntry, load_suite
 from tests.integration.backend_fixtures import shell_profile
 from tests.support import CATALOG_DIR

@@ -30,7 +30,8 @@ from typing import Any
 import pytest
 
 from pairlab.adapters.backends import EpisodeSpec
-from pairlab.adapters.backends.docker import DockerBackend, cleanup_orphans
+from pairlab.adapters.backends.docker import DockerBackend
+from pairlab.adapters.backends.orphans import cleanup_orphans
 from pairlab.adapters.backends.run_network import HostService, RunNetwork, open_run_network
 from tests.integration.backend_fixtures import docker_client_or_skip, shell_profile, simclient_image
 
@@ -308,7 +309,7 @@ def test_the_network_is_labelled_and_removed_at_run_end(
 ORPHAN_MAKER = textwrap.dedent(
     """
     import os, sys
-    from pairlab.adapters.backends.docker import connect
+    from pairlab.adapters.docker_engine import connect
     from pairlab.adapters.backends.run_network import HostService, open_run_network
     net = open_run_network(connect(), sys.argv[1], [HostService("emulator", 9)], image=sys.argv[2])
     print(net._socket_dir, flush=True)

@@ -33,7 +33,7 @@ from typing import Any
 
 import pytest
 
-from flows.episode_attempt import read_execution_log
+from flows.evidence.episode_attempt import read_execution_log
 from tests.prefect_server import PrefectServer, stop_process_group
 from tests.support import PROFILES_DIR, REPO_ROOT, require
 

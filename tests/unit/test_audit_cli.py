@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from pairlab.adapters.ledger_db import LedgerWriter, read_ledger
+from pairlab.adapters.mcp_ledger.db import LedgerWriter, read_ledger
 from tests.support import cli_exit
 from tests.unit.ledger_factory import expansion, reduction
 

@@ -115,7 +115,7 @@ def test_env_values_name_the_episode_dirs_and_leave_other_braces_alone() -> None
 def test_copilot_profile_argv_env_and_usage_paths_agree() -> None:
     import fnmatch
 
-    from pairlab.adapters.isolation_probe import config_in_home
+    from pairlab.adapters.certify.sim_probe import config_in_home
 
     profile = load_named_profile("copilot", PROFILES_DIR)
 

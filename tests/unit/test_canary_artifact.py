@@ -19,7 +19,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from pairlab.adapters.trial_inputs import open_sim_account, tree_digest
+from pairlab.adapters.run.trial_inputs import open_sim_account, tree_digest
 from pairlab.core.canary import (
     ArmRevision,
     Assignment,

@@ -8,14 +8,14 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from pairlab.adapters.cli_output import (
+from pairlab.adapters.clients.cli_output import (
     claude_final_answer,
     claude_result_usage,
     codex_final_answer,
     codex_turn_usage,
 )
-from pairlab.adapters.quota.claude_formats import rate_limit_event_observations
 from pairlab.adapters.usage import read_usage
+from pairlab.adapters.usage.claude import rate_limit_event_observations
 from pairlab.adapters.usage.claude_cost_state import BELOW_TRANSCRIPT, REMAINDER
 from pairlab.core.schemas.usage import UsageVector
 

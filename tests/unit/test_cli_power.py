@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from pairlab.core.study_plan import ResolvedPlan, StudyPlan, frozen_plan_bytes
+from pairlab.core.analysis.study_plan import ResolvedPlan, StudyPlan, frozen_plan_bytes
 from tests.simulated_study import CohortTruth, saving, write_study
 from tests.support import cli_exit
 
@@ -79,8 +79,8 @@ def test_no_cohort_estimable_is_inconclusive(
 def test_a_run_directory_and_its_published_copy_use_the_frozen_plan(
     tmp_path: Path, pilot: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    from pairlab.adapters.publish import publish_run
     from pairlab.adapters.store import open_store
+    from pairlab.adapters.store.publish import publish_run
 
     run_dir = tmp_path / "work" / "runs" / "pilot-run"
     run_dir.mkdir(parents=True)

@@ -14,8 +14,13 @@ from pathlib import Path
 
 import pytest
 
-from pairlab.adapters.client_images import CLIENT_IMAGES, intervention_sources
-from pairlab.adapters.locked_wheels import LockedWheel, fetch_wheel, locked_wheel, select_wheel
+from pairlab.adapters.images.clients import CLIENT_IMAGES, intervention_sources
+from pairlab.adapters.images.locked_wheels import (
+    LockedWheel,
+    fetch_wheel,
+    locked_wheel,
+    select_wheel,
+)
 from pairlab.core.errors import InvalidInputError
 from tests.support import REPO_ROOT
 

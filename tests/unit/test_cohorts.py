@@ -10,7 +10,7 @@ from typing import Any
 import polars as pl
 import pytest
 
-from pairlab.core.cohorts import (
+from pairlab.core.analysis.cohorts import (
     METRICS,
     analyse_cohorts,
     effects_frame,
@@ -404,7 +404,7 @@ def test_a_metric_with_nulls_resamples_only_its_own_pairs_from_its_own_seed() ->
 def test_worker_processes_give_exactly_the_threaded_results(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    import pairlab.core.cohort_engine as engine
+    import pairlab.core.analysis.engine as engine
 
     records = [
         r
@@ -439,7 +439,7 @@ def test_list_price_is_a_paired_money_effect_and_null_stays_null() -> None:
 
 
 def test_report_prints_dollar_effects_with_enough_decimals() -> None:
-    from pairlab.core.report import render_report_markdown
+    from pairlab.core.report.markdown import render_report_markdown
 
     records = []
     for r in cohort_records(6):

@@ -11,9 +11,9 @@ from typing import Any
 import pytest
 
 from pairlab.adapters.emulator import EpisodeRegistration, ProviderEmulator
-from pairlab.adapters.episode_io import assess_concurrent_use, concurrency_mark
+from pairlab.adapters.episode.io import assess_concurrent_use, concurrency_mark
 from pairlab.adapters.profiles import load_named_profile
-from pairlab.adapters.run_endpoint import DUMMY_CREDENTIALS, RUN_ACCOUNT, open_run_endpoint
+from pairlab.adapters.run.provider import DUMMY_CREDENTIALS, RUN_ACCOUNT, open_run_endpoint
 from pairlab.core.emulator.run_settings import (
     EmulatorSettings,
     FaultRule,

@@ -14,11 +14,11 @@ from typing import Any
 import pytest
 
 from pairlab.adapters.backends.local import agent_path
+from pairlab.adapters.clients.registry import resolve_cli
 from pairlab.adapters.emulator.model_api import Incoming
 from pairlab.adapters.emulator.service import EmulatorService
-from pairlab.adapters.real_clis import resolve_cli
-from pairlab.core.emulator.ledger import EpisodeRegistration, Fault, RequestRow, read_ledger
 from pairlab.core.emulator.quota_model import FIVE_HOUR_S, AccountPlan
+from pairlab.core.emulator.request_ledger import EpisodeRegistration, Fault, RequestRow, read_ledger
 from pairlab.core.errors import EnvironmentUnavailable, InvalidInputError
 from tests.emulator_support import claude_request, claude_tool_result
 from tests.support import CATALOG_DIR, REPO_ROOT, cli_exit, require

@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from pairlab.adapters.backends.collection import list_collected
-from pairlab.adapters.episode_io import ingest_ledger, usage_files
+from pairlab.adapters.episode.io import ingest_ledger, usage_files
 from pairlab.adapters.profiles import load_named_profile
 from tests.support import PROFILES_DIR
 
@@ -31,7 +31,7 @@ def test_a_symlink_the_agent_planted_is_never_read(tmp_path: Path) -> None:
 
 
 def test_published_location_reads_store_urls_as_the_store_does(tmp_path: Path) -> None:
-    from pairlab.adapters.run_outputs import published_location
+    from pairlab.adapters.run.outputs import published_location
     from pairlab.adapters.store import open_store
 
     spaced = tmp_path / "my store"

@@ -1,5 +1,5 @@
 """The image registry (containers/images.yaml): what it lists agrees with the code that
-names images, and the input hash follows the inputs (pairlab.adapters.images)."""
+names images, and the input hash follows the inputs (pairlab.adapters.images.registry)."""
 
 from __future__ import annotations
 
@@ -10,10 +10,10 @@ import pytest
 import yaml
 from pairlab_simclient import __version__ as SIMCLIENT_VERSION
 
-from pairlab.adapters import images
-from pairlab.adapters.client_images import CLIENT_IMAGES
-from pairlab.adapters.garage import GARAGE_VERSION
+from pairlab.adapters.images import registry as images
+from pairlab.adapters.images.clients import CLIENT_IMAGES
 from pairlab.adapters.paths import REPO_ROOT
+from pairlab.adapters.store.garage import GARAGE_VERSION
 from pairlab.core.errors import InvalidInputError
 
 

@@ -21,8 +21,8 @@ from typing import Any
 import pytest
 import yaml
 
-from flows.dispatch import DEFAULT_ZOMBIE_AFTER_S, PAIR_FLOW_NAME, zombie_automation
 from flows.dispatch_params import DispatchParams
+from flows.evidence.dispatch import DEFAULT_ZOMBIE_AFTER_S, PAIR_FLOW_NAME, zombie_automation
 from flows.params import EvidenceEvalParams
 from tests.support import REPO_ROOT, require
 
@@ -31,11 +31,11 @@ PREFECT = str(Path(sys.executable).parent / "prefect")
 PLACEHOLDER = re.compile(r"\{\{\s*([A-Za-z_][A-Za-z0-9_]*)\s*\}\}")
 DEPLOYMENTS = {
     "evidence-eval": "flows/evidence_eval.py:evidence_eval",
-    "run-pair": "flows/run_pair.py:run_pair_flow",
+    "run-pair": "flows/evidence/run_pair.py:run_pair_flow",
     "certify-clients": "flows/certify_clients.py:certify_clients",
     "compare-artifact": "flows/compare_artifact.py:compare_artifact",
     "audit-savings": "flows/audit_savings.py:audit_savings",
-    "canary-trial": "flows/canary_trial.py:canary_trial",
+    "canary-trial": "flows/canary/trial.py:canary_trial",
 }
 
 

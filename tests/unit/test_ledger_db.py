@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from pairlab.adapters.ledger_audit import audit_path
-from pairlab.adapters.ledger_db import (
+from pairlab.adapters.mcp_ledger.audit import audit_path
+from pairlab.adapters.mcp_ledger.db import (
     LedgerWriter,
     ingest_jsonl,
     ledger_totals,

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from pairlab_simclient import mcp_ledger  # installed with the project: never a skip
 
-from pairlab.adapters.ledger_db import ingest_jsonl, ledger_totals
+from pairlab.adapters.mcp_ledger.db import ingest_jsonl, ledger_totals
 from pairlab.core.accounting.ledger_rules import qualify_row
 from pairlab.core.accounting.tokenizer import load_token_counter
 

@@ -9,7 +9,7 @@ import pytest
 from pairlab.adapters.store import LocalStore, open_store
 from pairlab.adapters.store.runs import split_run_url
 from pairlab.core.errors import EnvironmentUnavailable, InvalidInputError, ReasonCode
-from pairlab.core.manifest import (
+from pairlab.core.run_manifest import (
     Manifest,
     ManifestObject,
     RedactionSummary,

@@ -1,4 +1,4 @@
-"""Williams-square schedules and canary plans (pairlab.core.plan, DESIGN 6)."""
+"""Williams-square schedules and canary plans (pairlab.core.schedule, DESIGN 6)."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from pairlab.core.errors import InvalidInputError
-from pairlab.core.plan import Schedule, plan_canary, plan_schedule, williams_rows
+from pairlab.core.schedule import Schedule, plan_canary, plan_schedule, williams_rows
 from pairlab.core.schemas.episode import ARMS
 
 TASKS = ["fix-median", "refactor-rename-total", "write-tests-slugify"]

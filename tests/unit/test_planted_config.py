@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from pairlab.adapters.certify_live import PROBE_SEED, PROBE_TASK, offered_servers
-from pairlab.adapters.planted_config import MARKER_DIR, SCRIPT_DIR, SCRIPT_NAME, plant
+from pairlab.adapters.certify.live import PROBE_SEED, PROBE_TASK, offered_servers
+from pairlab.adapters.certify.planted_config import MARKER_DIR, SCRIPT_DIR, SCRIPT_NAME, plant
 from pairlab.core.emulator.scripted_model import ScriptChoices
 
 

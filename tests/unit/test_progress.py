@@ -1,11 +1,11 @@
-"""Episode progress events (pairlab/adapters/progress.py): counts, percent, ETA, listeners."""
+"""Episode progress events (pairlab/adapters/run/progress_events.py): counts, percent, ETA, listeners."""
 
 from __future__ import annotations
 
 import threading
 
-from pairlab.adapters import progress as progress_events
-from pairlab.adapters.progress import Progress
+from pairlab.adapters.run import progress_events
+from pairlab.adapters.run.progress_events import Progress
 
 
 def test_fresh_run_counts_and_percent() -> None:

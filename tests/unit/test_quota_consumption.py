@@ -10,7 +10,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 from pydantic import ValidationError
 
-from pairlab.core.quota_consumption import (
+from pairlab.core.quota.consumption import (
     QUOTA_METRICS,
     NullReason,
     account_window_columns,
@@ -240,7 +240,7 @@ def test_never_a_zero_for_an_unusable_interval(
 def _eval_record(
     arm: str, start: float | None, end: float | None, concurrent: bool | None
 ) -> EpisodeRecord:
-    from pairlab.core.quota_consumption import ConcurrentUse
+    from pairlab.core.quota.consumption import ConcurrentUse
     from pairlab.core.records import build_episode_record
 
     return build_episode_record(
@@ -279,8 +279,8 @@ def _eval_record(
 
 
 def test_frame_and_parquet_columns_keep_null_beside_a_measured_zero(tmp_path: object) -> None:
-    from pairlab.adapters.run_outputs import episodes_table
-    from pairlab.core.cohorts import episodes_frame
+    from pairlab.adapters.run.outputs import episodes_table
+    from pairlab.core.analysis.cohorts import episodes_frame
 
     records = [
         _eval_record("baseline", 5, 5, False),  # a measured 0

@@ -4,7 +4,11 @@ from __future__ import annotations
 
 import polars as pl
 
-from pairlab.core.quota_evidence import PRECISION_SCHEMA, precision_assessment, precision_json
+from pairlab.core.subscription.evidence import (
+    PRECISION_SCHEMA,
+    precision_assessment,
+    precision_json,
+)
 
 
 def _frame(rows: list[tuple[str, str, float | None, str | None, float | None]]) -> pl.DataFrame:
@@ -75,7 +79,7 @@ def test_whole_percent_deltas_are_flagged_below_precision() -> None:
 
 
 def test_episodes_frame_feeds_it_directly() -> None:
-    from pairlab.core.cohorts import episodes_frame
+    from pairlab.core.analysis.cohorts import episodes_frame
     from tests.unit.test_quota_consumption import _eval_record
 
     frame = episodes_frame(

@@ -14,9 +14,9 @@ from typer.testing import CliRunner
 
 from pairlab.cli import app
 from pairlab.core.errors import InvalidInputError
-from pairlab.core.plan import QuotaIntervalPlan, plan_schedule, williams_rows
-from pairlab.core.quota_consumption import ConcurrentUse
-from pairlab.core.quota_intervals import build_interval_record, intervals_frame, quota_pair_id
+from pairlab.core.quota.consumption import ConcurrentUse
+from pairlab.core.quota.intervals import build_interval_record, intervals_frame, quota_pair_id
+from pairlab.core.schedule import QuotaIntervalPlan, plan_schedule, williams_rows
 from pairlab.core.schemas.episode import ARMS
 from pairlab.core.schemas.quota import QuotaObservation
 

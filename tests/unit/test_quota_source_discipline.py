@@ -11,7 +11,7 @@ from pathlib import Path
 from pairlab.adapters.quota import make_probe
 from pairlab.adapters.usage import read_usage
 from pairlab.adapters.usage.base import parse_instant
-from pairlab.core.quota_consumption import interval_consumption
+from pairlab.core.quota.consumption import interval_consumption
 
 
 def _sim_file(tmp_path: Path, windows: dict[str, dict[str, object]]) -> Path:

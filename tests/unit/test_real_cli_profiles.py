@@ -197,7 +197,7 @@ def test_local_episodes_as_root_get_the_root_env(tmp_path: Path) -> None:
 
 
 def test_canary_trials_refuse_an_emulator_profile() -> None:
-    from flows.canary_manifest import canary_profile
+    from flows.canary.manifest import canary_profile
 
     with pytest.raises(InvalidInputError, match="canary trials compare simulator revisions"):
         canary_profile(load_named_profile("claude"))

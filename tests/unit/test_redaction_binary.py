@@ -10,7 +10,7 @@ from __future__ import annotations
 import struct
 import zlib
 
-from pairlab.adapters.publish import _redact_object
+from pairlab.adapters.store.redacted_staging import redact_object
 from pairlab.core.redaction import PNG_SIGNATURE, png_text
 
 
@@ -32,14 +32,14 @@ def png(*extra: bytes, pixels: bytes = b"\x00" * 16) -> bytes:
 
 def test_noise_in_pixel_data_is_not_a_finding() -> None:
     noisy = png(pixels=b"\x13g@nn.RRRT\x99 someone@example.com /home/alice/x")
-    result = _redact_object("forest.png", noisy)
+    result = redact_object("forest.png", noisy)
     assert result.findings.total() == 0 and not result.is_refused_binary
     assert result.data == noisy
 
 
 def test_text_chunks_are_scanned_and_a_secret_there_refuses_the_png() -> None:
     leaked = png(chunk(b"tEXt", b"Comment\0contact alice@example.com"))
-    result = _redact_object("forest.png", leaked)
+    result = redact_object("forest.png", leaked)
     assert result.findings["email"] == 1
     assert result.is_refused_binary
 
@@ -53,10 +53,10 @@ def test_compressed_text_chunks_are_decompressed() -> None:
 def test_a_truncated_or_foreign_file_named_png_is_scanned_whole() -> None:
     assert png_text(b"not a png at all") is None
     assert png_text(png()[:-6]) is None
-    result = _redact_object("fake.png", b"\x00\xff bob@example.com")
+    result = redact_object("fake.png", b"\x00\xff bob@example.com")
     assert result.is_refused_binary
 
 
 def test_bytes_after_the_end_chunk_are_scanned() -> None:
-    result = _redact_object("forest.png", png() + b"tEXt\x00author=dev@example.com\x00")
+    result = redact_object("forest.png", png() + b"tEXt\x00author=dev@example.com\x00")
     assert result.findings["email"] == 1 and result.is_refused_binary

@@ -12,11 +12,11 @@ from typing import Any
 
 import pytest
 
-from pairlab.adapters.report_source import load_stored_run
-from pairlab.adapters.run_outputs import write_report_files
-from pairlab.core.headline import COST_METRIC, QUESTIONS
-from pairlab.core.metrics import METRICS
-from pairlab.core.run_report import analyse_run, render_run_report
+from pairlab.adapters.run.outputs import write_report_files
+from pairlab.adapters.run.report_source import load_stored_run
+from pairlab.core.analysis.metrics import METRICS
+from pairlab.core.report.headline import COST_METRIC, QUESTIONS
+from pairlab.core.report.run import analyse_run, render_run_report
 from tests.report_support import (
     ARMS,
     MODELS,

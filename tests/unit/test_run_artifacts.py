@@ -9,13 +9,13 @@ from typing import Any
 
 import pytest
 
-from pairlab.core.run_artifacts import (
+from pairlab.core.report.prefect_ui import (
     DECISION_LABELS,
     cohort_tables,
     decision_label,
     headline_markdown,
 )
-from pairlab.core.run_report import analyse_run, render_run_report
+from pairlab.core.report.run import analyse_run, render_run_report
 from tests.report_support import PLAN, settings, stored_records
 
 

@@ -10,8 +10,8 @@ from typing import Any
 import jsonschema
 import pytest
 
-from flows.canary_approval import CanaryApproval, approval_description
-from flows.canary_manifest import budget_lines
+from flows.canary.approval import CanaryApproval, approval_description
+from flows.canary.manifest import budget_lines
 from flows.deployments import build_deployments, form_choices
 from flows.form_schema import drop_none
 from flows.params import CanaryTrialParams, EvidenceEvalParams
@@ -159,9 +159,9 @@ def test_approval_form_requires_the_budget_acknowledgement() -> None:
 
 
 def test_approval_description_carries_the_budget() -> None:
-    from flows.canary_manifest import canary_profile, freeze_manifest
-    from pairlab.adapters.episode_io import load_eval_inputs
-    from pairlab.core.plan import plan_canary
+    from flows.canary.manifest import canary_profile, freeze_manifest
+    from pairlab.adapters.episode.io import load_eval_inputs
+    from pairlab.core.schedule import plan_canary
 
     params = CanaryTrialParams()
     suite, profile = load_eval_inputs(params.suite, params.profile)

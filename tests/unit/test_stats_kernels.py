@@ -17,8 +17,8 @@ import numpy as np
 import polars as pl
 import pytest
 
-import pairlab.core.cohort_engine as engine
-from pairlab.core.cohorts import FRAME_SCHEMA, METRICS, analyse_cohorts, effects_frame
+import pairlab.core.analysis.engine as engine
+from pairlab.core.analysis.cohorts import FRAME_SCHEMA, METRICS, analyse_cohorts, effects_frame
 from pairlab.core.stats import kernels
 from pairlab.core.stats.batch import IntervalBatch
 from pairlab.core.stats.bootstrap import bootstrap_mean_intervals, draw_resample_counts

@@ -9,11 +9,9 @@ from typing import Any
 import numpy as np
 import pytest
 
-from pairlab.core.decisions import DECISIONS, REASONS, ROLES, label_effects
-from pairlab.core.errors import InvalidInputError, ReasonCode
-from pairlab.core.metrics import METRICS, Contrast
-from pairlab.core.quota_consumption import QUOTA_METRICS
-from pairlab.core.study_plan import (
+from pairlab.core.analysis.decisions import DECISIONS, REASONS, ROLES, label_effects
+from pairlab.core.analysis.metrics import METRICS, Contrast
+from pairlab.core.analysis.study_plan import (
     ResolvedPlan,
     StudyPlan,
     check_unchanged,
@@ -24,6 +22,8 @@ from pairlab.core.study_plan import (
     read_frozen_plan,
     resolve_plan,
 )
+from pairlab.core.errors import InvalidInputError, ReasonCode
+from pairlab.core.quota.consumption import QUOTA_METRICS
 
 PLAN_YAML = """\
 schema_version: 1

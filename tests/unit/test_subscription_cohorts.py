@@ -12,12 +12,12 @@ from typing import Any
 
 import pytest
 
-from pairlab.core.cohorts import analyse_cohorts
-from pairlab.core.quota_consumption import ConcurrentUse, interval_consumption
-from pairlab.core.quota_intervals import build_interval_record
+from pairlab.core.analysis.cohorts import analyse_cohorts
+from pairlab.core.analysis.study_plan import ResolvedPlan, default_plan
+from pairlab.core.quota.consumption import ConcurrentUse, interval_consumption
+from pairlab.core.quota.intervals import build_interval_record
 from pairlab.core.schemas.episode import EpisodeRecord
 from pairlab.core.schemas.quota import QuotaObservation
-from pairlab.core.study_plan import ResolvedPlan, default_plan
 from pairlab.core.subscription import analyse_subscription
 from pairlab.core.verdict.artifact import Provider
 

@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
-from pairlab.core.plan import plan_schedule
-from pairlab.core.run_report import analyse_records
+from pairlab.core.analysis.study_plan import ResolvedPlan, default_plan
+from pairlab.core.findings.warm_stratum import (
+    plan_warm_schedule,
+    render_warm_markdown,
+    warm_effects,
+)
+from pairlab.core.report.run import analyse_records
+from pairlab.core.schedule import plan_schedule
 from pairlab.core.schemas.episode import EpisodeRecord
-from pairlab.core.study_plan import ResolvedPlan, default_plan
-from pairlab.core.warm_stratum import plan_warm_schedule, render_warm_markdown, warm_effects
 
 ARMS = ["baseline", "optimizer", "retrieval"]
 

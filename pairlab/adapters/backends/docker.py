@@ -5,33 +5,29 @@ labelled ``pairlab.managed=true`` / ``pairlab.run_id`` / ``pairlab.episode_id`` 
 ``pairlab.owner`` (host:pid), and populated from the fixture through the episode
 container itself before it starts (``put_archive`` writes into its volumes).
 The three roles collected after the run (``home``, ``graph``, ``state``) are
-mounted side by side under ``/pairlab/agent`` so that one ``get_archive`` call
-collects them all: each archive call costs the engine a rootfs mount and a
+mounted side by side under ``/pairlab/agent`` (``docker_layout``) so that one
+``get_archive`` call collects them all: each archive call costs the engine a rootfs mount and a
 re-exec (~45 ms here), which made collection the largest per-episode overhead
 (bench/README.md, Orchestration).
 The agent runs as a non-root user with the profile's CPU/memory/pids limits and
 network mode -- or, given ``run_network=``, on the run's own network, where only the
 run's host services are reachable (``run_network``); the simulator's account dir is bind-mounted read-write and the
 task solution read-only when the profile asks for it. Docker SDK errors are
-translated here, at the boundary, into EnvironmentUnavailable/ExecutionError;
+translated at the engine boundary (``pairlab.adapters.docker_engine.call_docker``) into
+EnvironmentUnavailable/ExecutionError; leftovers of dead runs go through ``orphans``;
 what the agent does (exit code, timeout, OOM) comes back as a RunOutcome.
 """
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
 import os
 import secrets as random_tokens
-import shutil
-import socket
-import tempfile
 import time
-from collections.abc import Callable, Iterator, Mapping, Set
-from contextlib import contextmanager
+from collections.abc import Mapping, Set
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import Any
 
 import docker
 import docker.errors
@@ -47,203 +43,43 @@ from pairlab.adapters.backends.base import (
     RunOutcome,
 )
 from pairlab.adapters.backends.collection import COLLECTED_ROLES, list_collected
+from pairlab.adapters.backends.docker_layout import (
+    ACCOUNT_MOUNT,
+    AGENT_ROOT,
+    MOUNT_PATHS,
+    MOUNT_ROOT,
+    SOLUTION_MOUNT,
+    VOLUME_ROLES,
+    episode_paths,
+    staged_tree,
+    workdir_for,
+)
 from pairlab.adapters.backends.environment import (
-    EpisodePaths,
     build_argv,
     build_env,
-    seed_graph_dir,
-    seed_home,
     workspace_subdir,
 )
-from pairlab.adapters.backends.process import StreamCapture, pid_alive
-from pairlab.core.errors import EnvironmentUnavailable, ExecutionError, ReasonCode
+from pairlab.adapters.backends.orphans import cleanup_orphans
+from pairlab.adapters.backends.process import StreamCapture
+from pairlab.adapters.backends.run_network import RunNetwork
+from pairlab.adapters.docker_engine import (
+    LABEL_EPISODE,
+    LABEL_KEEP,
+    LABEL_MANAGED,
+    LABEL_OWNER,
+    LABEL_RUN,
+    call_docker,
+    connect,
+    owner_label,
+    scope_labels,
+)
+from pairlab.adapters.images.registry import ensure_image
+from pairlab.core.errors import ExecutionError, ReasonCode
+from pairlab.core.schemas.profile import RunnerProfile
 
-if TYPE_CHECKING:
-    from pairlab.adapters.backends.run_network import RunNetwork
-
-MOUNT_ROOT = "/pairlab"
-AGENT_ROOT = f"{MOUNT_ROOT}/agent"  # parent of the collected roles' mounts
-VOLUME_ROLES = ("workspace", "home", "graph", "state")
-MOUNT_PATHS = {
-    "workspace": f"{MOUNT_ROOT}/workspace",
-    **{role: f"{AGENT_ROOT}/{role}" for role in COLLECTED_ROLES},
-}
-SOLUTION_MOUNT = f"{MOUNT_ROOT}/solution"
-ACCOUNT_MOUNT = f"{MOUNT_ROOT}/account"
 DEFAULT_USER = (1000, 1000)
-LABEL_MANAGED = "pairlab.managed"
-LABEL_RUN = "pairlab.run_id"
-LABEL_EPISODE = "pairlab.episode_id"
-LABEL_OWNER = "pairlab.owner"
-LABEL_KEEP = "pairlab.keep"
-LABEL_SOCKET_DIR = "pairlab.socket_dir"  # a run network's host directory of relay sockets
-# Resources are labelled with PAIRLAB_DOCKER_SCOPE when it is set (e.g. one per pytest-xdist
-# worker); orphan cleanup only touches resources of its own scope (unset = unlabelled ones).
-LABEL_SCOPE = "pairlab.scope"
-SCOPE_ENV = "PAIRLAB_DOCKER_SCOPE"
 # Host variables never forwarded into a container: the image defines its own PATH.
 HOST_ONLY_VARS = frozenset({"PATH"})
-
-T = TypeVar("T")
-
-
-def connect() -> Any:
-    """``docker.from_env()`` with the failure translated (exit 3, docker-unavailable)."""
-    try:
-        client = docker.from_env()
-        client.ping()
-    except (docker.errors.DockerException, requests.exceptions.RequestException) as exc:
-        raise EnvironmentUnavailable(
-            f"Docker engine not reachable: {exc}", reason=ReasonCode.DOCKER_UNAVAILABLE
-        ) from exc
-    return client
-
-
-def docker_available() -> bool:
-    try:
-        connect().close()
-    except EnvironmentUnavailable:
-        return False
-    return True
-
-
-def image_present(image: str, client: Any = None) -> str | None:
-    """The local image id of ``image``, or None when it is not present (no pulls: no registry)."""
-    docker_client = client if client is not None else connect()
-    try:
-        return str(docker_client.images.get(image).id)
-    except docker.errors.ImageNotFound:
-        return None
-    except docker.errors.DockerException as exc:
-        raise ExecutionError(f"image {image}: {exc}") from exc
-
-
-def call_docker(what: str, fn: Callable[[], T]) -> T:
-    try:
-        return fn()
-    except docker.errors.ImageNotFound as exc:
-        raise ExecutionError(
-            f"{what}: image not found ({exc.explanation}); build it with `pairlab images build`",
-            reason=ReasonCode.NOT_FOUND,
-        ) from exc
-    except requests.exceptions.ConnectionError as exc:
-        raise EnvironmentUnavailable(
-            f"{what}: Docker engine not reachable: {exc}", reason=ReasonCode.DOCKER_UNAVAILABLE
-        ) from exc
-    except docker.errors.DockerException as exc:
-        raise ExecutionError(f"{what}: {exc}", reason=ReasonCode.EXECUTION_FAILED) from exc
-
-
-def ensure_episode_image(image: str) -> str:
-    """The local image to run for a profile's ``image``: built through the image registry
-    on first use (``pairlab.adapters.images``: base image included; progress on stderr),
-    reused afterwards. Build failures are PairlabErrors (a missing prerequisite: exit 3)."""
-    from pairlab.adapters.images import ensure_image
-
-    return ensure_image(image)
-
-
-def owner_label() -> str:
-    return f"{socket.gethostname()}:{os.getpid()}"
-
-
-def scope_labels() -> dict[str, str]:
-    """The ``pairlab.scope`` label of this process's resources ({} when PAIRLAB_DOCKER_SCOPE
-    is unset): orphan cleanup never removes another scope's resources."""
-    scope = os.environ.get(SCOPE_ENV, "")
-    return {LABEL_SCOPE: scope} if scope else {}
-
-
-def _owner_alive(owner: str | None) -> bool:
-    if not owner or ":" not in owner:
-        return False
-    host, _, pid = owner.rpartition(":")
-    if host != socket.gethostname():
-        return True  # another machine's worker: not ours to judge
-    return pid_alive(pid)
-
-
-def cleanup_orphans(client: Any, active_run_ids: Set[str] = frozenset()) -> dict[str, list[str]]:
-    """Remove pairlab-managed containers, volumes and run networks whose run is not active.
-
-    A resource is an orphan when it belongs to this process's scope (``scope_labels``),
-    its run is not in ``active_run_ids``, it is not marked keep, and the process that
-    created it (on this host) is gone.
-    """
-    removed: dict[str, list[str]] = {"containers": [], "volumes": [], "networks": []}
-    scope = scope_labels().get(LABEL_SCOPE, "")
-
-    def orphan(labels: Mapping[str, str]) -> bool:
-        return (
-            labels.get(LABEL_SCOPE, "") == scope
-            and labels.get(LABEL_RUN) not in active_run_ids
-            and labels.get(LABEL_KEEP) != "true"
-            and not _owner_alive(labels.get(LABEL_OWNER))
-        )
-
-    containers = call_docker(
-        "list containers",
-        # ignore_removed: another process's container may be removed between list and inspect
-        lambda: client.containers.list(
-            all=True, filters={"label": f"{LABEL_MANAGED}=true"}, ignore_removed=True
-        ),
-    )
-    for container in containers:
-        if orphan(container.labels):
-            try:
-                container.remove(force=True)
-                removed["containers"].append(container.name)
-            except docker.errors.NotFound:
-                pass
-    volumes = call_docker(
-        "list volumes", lambda: client.volumes.list(filters={"label": f"{LABEL_MANAGED}=true"})
-    )
-    for volume in volumes:
-        if orphan(volume.attrs.get("Labels") or {}):
-            try:
-                volume.remove(force=True)
-                removed["volumes"].append(volume.name)
-            except docker.errors.NotFound:
-                pass
-            except docker.errors.APIError:
-                pass  # still in use by a container another process is removing
-    networks = call_docker(
-        "list networks", lambda: client.networks.list(filters={"label": f"{LABEL_MANAGED}=true"})
-    )
-    for network in networks:
-        labels = network.attrs.get("Labels") or {}
-        if orphan(labels):
-            try:
-                remove_network(network)
-                removed["networks"].append(network.name)
-            except docker.errors.NotFound:
-                pass
-            except docker.errors.APIError:
-                continue  # a container of it is still being removed
-            _remove_socket_dir(labels)
-    return removed
-
-
-def _remove_socket_dir(labels: Mapping[str, str]) -> None:
-    """A dead run network's host directory of relay sockets, when it is on this host."""
-    owner, path = labels.get(LABEL_OWNER) or "", labels.get(LABEL_SOCKET_DIR)
-    if not path or owner.rpartition(":")[0] != socket.gethostname():
-        return
-    directory = Path(path)
-    if directory.parent == Path(tempfile.gettempdir()) and directory.name.startswith(
-        "pairlab-net-"
-    ):
-        shutil.rmtree(directory, ignore_errors=True)
-
-
-def remove_network(network: Any) -> None:
-    """Remove a pairlab run network, first detaching what is still attached to it (episode
-    containers kept for inspection stay, without the network)."""
-    network.reload()
-    for container in network.containers:
-        with contextlib.suppress(docker.errors.NotFound):
-            network.disconnect(container, force=True)
-    network.remove()
 
 
 def _read_log(container: Any, *, stdout: bool) -> tuple[str, bool]:
@@ -255,6 +91,17 @@ def _read_log(container: Any, *, stdout: bool) -> tuple[str, bool]:
     for chunk in chunks:
         capture.feed(chunk)
     return capture.text(), capture.truncated
+
+
+def _limits(profile: RunnerProfile) -> dict[str, Any]:
+    """The profile's CPU, memory (no swap beyond it) and pids limits, as container options."""
+    res = profile.resources
+    return {
+        "nano_cpus": int(res.cpus * 1e9),
+        "mem_limit": f"{res.memory_mb}m",
+        "memswap_limit": f"{res.memory_mb}m",
+        "pids_limit": res.pids,
+    }
 
 
 class DockerBackend:
@@ -294,24 +141,6 @@ class DockerBackend:
             **scope_labels(),
         }
 
-    @contextmanager
-    def _staged_tree(self, spec: EpisodeSpec, sub: str) -> Iterator[Path]:
-        """The four volume roots laid out on the host, to be packed into the container."""
-        staging = Path(tempfile.mkdtemp(prefix="pairlab-stage-"))
-        try:
-            shutil.copytree(spec.fixture_dir, staging / "workspace", symlinks=True)
-            (staging / "workspace" / sub).mkdir(parents=True, exist_ok=True)
-            agent = staging / Path(AGENT_ROOT).relative_to(MOUNT_ROOT)
-            for role in COLLECTED_ROLES:
-                (agent / role).mkdir(parents=True)
-            seed_home(spec, agent / "home")
-            seed_graph_dir(
-                spec, agent / "graph", staging / "workspace", staging / "workspace" / sub
-            )
-            yield staging
-        finally:
-            shutil.rmtree(staging, ignore_errors=True)
-
     def _grant_account_dir(self, account: Path) -> None:
         """The simulated quota lives on the host; the container's user must be able to lock and write it."""
         account.mkdir(parents=True, exist_ok=True)
@@ -321,6 +150,44 @@ class DockerBackend:
         for path in [account, *account.rglob("*")]:
             os.chown(path, uid, gid, follow_symlinks=False)
 
+    def _create_volumes(self, spec: EpisodeSpec, prefix: str, volumes: dict[str, str]) -> None:
+        """The four fresh labelled volumes, each recorded in ``volumes`` as soon as it exists
+        (so that a failure part-way removes what was made)."""
+        for role in VOLUME_ROLES:
+            name = f"{prefix}-{role}"
+            call_docker(
+                f"create volume {name}",
+                lambda name=name, role=role: self.client.volumes.create(  # type: ignore[misc]
+                    name=name, labels=self._labels(spec, role)
+                ),
+            )
+            volumes[role] = name
+
+    def _mounts(
+        self, spec: EpisodeSpec, volumes: Mapping[str, str], solution: Path | None
+    ) -> tuple[dict[str, dict[str, str]], dict[str, Any]]:
+        """The episode container's binds and network options: its volumes, the solution (ro),
+        the simulator's account dir (rw) and the profile's network -- or the run network."""
+        binds: dict[str, dict[str, str]] = {
+            volumes[role]: {"bind": MOUNT_PATHS[role], "mode": "rw"} for role in VOLUME_ROLES
+        }
+        if solution is not None:
+            binds[str(solution)] = {"bind": SOLUTION_MOUNT, "mode": "ro"}
+        if spec.sim_account_dir is not None:
+            self._grant_account_dir(spec.sim_account_dir)
+            binds[str(spec.sim_account_dir.resolve())] = {"bind": ACCOUNT_MOUNT, "mode": "rw"}
+        network: dict[str, Any] = {"network_mode": spec.profile.network}
+        if self.run_network is not None:
+            network = self.run_network.episode_options()
+            binds.update(self.run_network.episode_binds())
+        return binds, network
+
+    def _populate(self, container: Any, spec: EpisodeSpec, sub: str) -> None:
+        """Write the staged volume roots into the created (not started) container."""
+        with staged_tree(spec, sub) as staging:
+            archive = pack_dir(staging, uid=self.user[0], gid=self.user[1])
+        call_docker("populate volumes", lambda: container.put_archive(MOUNT_ROOT, archive))
+
     def prepare(self, spec: EpisodeSpec) -> PreparedEpisode:
         if not spec.fixture_dir.is_dir():
             raise ExecutionError(
@@ -328,77 +195,49 @@ class DockerBackend:
             )
         profile = spec.profile
         sub = workspace_subdir(spec)
-        image = ensure_episode_image(profile.image)
+        # built through the image registry on first use (base image included; progress on
+        # stderr), reused afterwards; a build failure is a PairlabError (exit 3)
+        image = ensure_image(profile.image)
         call_docker(f"image {image}", lambda: self.client.images.get(image))
         digest = hashlib.sha256(spec.episode_id.encode()).hexdigest()[:10]
-        token = random_tokens.token_hex(3)
-        workdir = f"{MOUNT_ROOT}/workspace" if sub == "." else f"{MOUNT_ROOT}/workspace/{sub}"
+        name = f"pairlab-{digest}-{random_tokens.token_hex(3)}"
+        workdir = workdir_for(sub)
         solution = (
             spec.solution_dir.resolve()
             if profile.mount_solution and spec.solution_dir is not None
             else None
         )
-        paths = EpisodePaths(
-            workspace_root=MOUNT_PATHS["workspace"],
-            workdir=workdir,
-            home=MOUNT_PATHS["home"],
-            graph=MOUNT_PATHS["graph"],
-            state=MOUNT_PATHS["state"],
-            solution=SOLUTION_MOUNT if solution is not None else None,
-            account=ACCOUNT_MOUNT if spec.sim_account_dir is not None else None,
-        )
         env, secret_env = build_env(
-            spec, paths, self.host_env, skip_host=HOST_ONLY_VARS, as_root=self.user[0] == 0
+            spec,
+            episode_paths(spec, workdir, solution),
+            self.host_env,
+            skip_host=HOST_ONLY_VARS,
+            as_root=self.user[0] == 0,
         )
         argv = build_argv(spec, workdir)
         volumes: dict[str, str] = {}
         container: Any = None
         try:
-            for role in VOLUME_ROLES:
-                name = f"pairlab-{digest}-{token}-{role}"
-                call_docker(
-                    f"create volume {name}",
-                    lambda name=name, role=role: self.client.volumes.create(  # type: ignore[misc]
-                        name=name, labels=self._labels(spec, role)
-                    ),
-                )
-                volumes[role] = name
-            binds: dict[str, dict[str, str]] = {
-                volumes[role]: {"bind": MOUNT_PATHS[role], "mode": "rw"} for role in VOLUME_ROLES
-            }
-            if solution is not None:
-                binds[str(solution)] = {"bind": SOLUTION_MOUNT, "mode": "ro"}
-            if spec.sim_account_dir is not None:
-                self._grant_account_dir(spec.sim_account_dir)
-                binds[str(spec.sim_account_dir.resolve())] = {"bind": ACCOUNT_MOUNT, "mode": "rw"}
-            network: dict[str, Any] = {"network_mode": profile.network}
-            if self.run_network is not None:
-                network = self.run_network.episode_options()
-                binds.update(self.run_network.episode_binds())
-            res = profile.resources
+            self._create_volumes(spec, name, volumes)
+            binds, network = self._mounts(spec, volumes, solution)
             container = call_docker(
                 "create episode container",
                 lambda: self.client.containers.create(
                     image,
                     argv,
-                    name=f"pairlab-{digest}-{token}",
+                    name=name,
                     user=f"{self.user[0]}:{self.user[1]}",
                     working_dir=workdir,
                     environment={**env, **secret_env},
                     volumes=binds,
                     **network,
-                    nano_cpus=int(res.cpus * 1e9),
-                    mem_limit=f"{res.memory_mb}m",
-                    memswap_limit=f"{res.memory_mb}m",
-                    pids_limit=res.pids,
+                    **_limits(profile),
                     labels=self._labels(spec, "agent"),
                     stdin_open=False,
                     tty=False,
                 ),
             )
-            with self._staged_tree(spec, sub) as staging:
-                archive = pack_dir(staging, uid=self.user[0], gid=self.user[1])
-            call_docker("populate volumes", lambda: container.put_archive(MOUNT_ROOT, archive))
+            self._populate(container, spec, sub)
         except BaseException:
             self._remove(container, volumes)
             raise
@@ -478,7 +317,6 @@ class DockerBackend:
     ) -> RunOutcome:
         """A short-lived grader container: workspace rw, graph ro, no network, no secrets."""
         spec = prepared.spec
-        res = spec.profile.resources
         try:
             container = call_docker(
                 "create grader container",
@@ -502,10 +340,7 @@ class DockerBackend:
                         prepared.volumes["graph"]: {"bind": MOUNT_PATHS["graph"], "mode": "ro"},
                     },
                     network_mode="none",
-                    nano_cpus=int(res.cpus * 1e9),
-                    mem_limit=f"{res.memory_mb}m",
-                    memswap_limit=f"{res.memory_mb}m",
-                    pids_limit=res.pids,
+                    **_limits(spec.profile),
                     labels=self._labels(spec, "grader"),
                 ),
             )

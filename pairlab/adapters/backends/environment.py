@@ -195,7 +195,7 @@ def seed_home(spec: EpisodeSpec, home: Path) -> None:
 
 def seed_graph_dir(spec: EpisodeSpec, graph: Path, workspace_root: Path, workdir: Path) -> None:
     """Plant the episode's findings graph (retrieval and full arms only; issue 18)."""
-    from pairlab.adapters.finding_seeds import GRAPH_ARMS, seed_graph
+    from pairlab.adapters.episode.finding_seeds import GRAPH_ARMS, seed_graph
 
     seed = spec.graph_seed
     if seed is None or spec.arm not in GRAPH_ARMS:

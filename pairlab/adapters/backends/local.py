@@ -42,7 +42,7 @@ from pairlab.adapters.backends.environment import (
     workspace_subdir,
 )
 from pairlab.adapters.backends.process import pid_alive, run_process
-from pairlab.adapters.real_clis import bundled_path_dirs
+from pairlab.adapters.clients.registry import bundled_path_dirs
 from pairlab.core.errors import ExecutionError, ReasonCode
 
 ROOT_PREFIX = "pairlab-ep-"

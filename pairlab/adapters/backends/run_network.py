@@ -26,7 +26,7 @@ are what ``DockerBackend(run_network=...)`` adds to each episode container.
 
 Everything is labelled like the backend's volumes (``pairlab.managed``,
 ``pairlab.run_id``, ``pairlab.owner``; role ``network`` / ``relay``) and removed by
-:meth:`RunNetwork.close`; :func:`pairlab.adapters.backends.docker.cleanup_orphans`
+:meth:`RunNetwork.close`; :func:`pairlab.adapters.backends.orphans.cleanup_orphans`
 removes what a dead process left behind, never another live run's network. Needs the
 Docker daemon on this host (a bind-mounted Unix socket cannot cross into a VM).
 """
@@ -48,7 +48,7 @@ from typing import Any, Final
 import docker.errors
 
 from pairlab.adapters.backends import relay
-from pairlab.adapters.backends.docker import (
+from pairlab.adapters.docker_engine import (
     LABEL_MANAGED,
     LABEL_OWNER,
     LABEL_RUN,

@@ -2,6 +2,6 @@
 Responses wire formats, played by the scripted model (see docs/emulator.md)."""
 
 from pairlab.adapters.emulator.server import EpisodeHandle, ProviderEmulator
-from pairlab.core.emulator.ledger import EpisodeRegistration, Fault
+from pairlab.core.emulator.request_ledger import EpisodeRegistration, Fault
 
 __all__ = ["EpisodeHandle", "EpisodeRegistration", "Fault", "ProviderEmulator"]

@@ -14,9 +14,8 @@ import json
 from typing import Any, Final
 
 from pairlab.adapters.emulator.reply import Refusal, Reply, json_reply
-from pairlab.core.emulator.ledger import Fault
+from pairlab.core.emulator.request_ledger import Fault
 from pairlab.core.emulator.scripted_model import ModelTurn
-from pairlab.core.schemas.usage import UsageVector
 
 CHUNK_CHARS: Final = 64
 
@@ -35,22 +34,6 @@ def content_blocks(turn: ModelTurn, tool_use_id: str) -> list[dict[str, Any]]:
             }
         )
     return blocks
-
-
-def usage_object(
-    *, uncached: int, cache_read: int, write_5m: int, write_1h: int, output: int
-) -> dict[str, Any]:
-    return {
-        "input_tokens": uncached,
-        "cache_creation_input_tokens": write_5m + write_1h,
-        "cache_read_input_tokens": cache_read,
-        "cache_creation": {
-            "ephemeral_5m_input_tokens": write_5m,
-            "ephemeral_1h_input_tokens": write_1h,
-        },
-        "output_tokens": output,
-        "service_tier": "standard",
-    }
 
 
 def message(
@@ -178,20 +161,6 @@ def quota_refusal(window: str, wait_s: int) -> Refusal:
     return Refusal(429, "rate_limit_error", text, {"retry-after": str(wait_s)})
 
 
-def usage_vector(wire: dict[str, Any]) -> UsageVector:
-    """The 7 dimensions of a usage object, as pairlab's Claude reader computes them."""
-    split = wire.get("cache_creation") or {}
-    details = wire.get("output_tokens_details")
-    return UsageVector(
-        uncached_input=wire["input_tokens"],
-        cache_read=wire["cache_read_input_tokens"],
-        cache_write_5m=split.get("ephemeral_5m_input_tokens"),
-        cache_write_1h=split.get("ephemeral_1h_input_tokens"),
-        output=wire["output_tokens"],
-        reasoning=details.get("thinking_tokens") if isinstance(details, dict) else None,
-    )
-
-
 __all__ = [
     "DEFAULT_CUT_AFTER_EVENTS",
     "content_blocks",
@@ -203,6 +172,4 @@ __all__ = [
     "quota_refusal",
     "stated_usage",
     "stream_events",
-    "usage_object",
-    "usage_vector",
 ]

@@ -1,9 +1,10 @@
 """Registered episodes, per-account state (quota, prompt caches) and the ledger files.
 
 An episode is addressed by a token in its base URL path (``/e/<token>/...``); its
-ledger is ``<ledger_dir>/<token>.jsonl`` (see ``core.emulator.ledger``). Accounts are
-shared by the episodes naming them: quota and prompt caches are per account, as at
-the providers (a cached system prompt serves the account's next session too).
+ledger is ``<ledger_dir>/<token>.jsonl`` (see ``core.emulator.request_ledger``).
+Accounts are shared by the episodes naming them: quota and prompt caches are per
+account, as at the providers (a cached system prompt serves the account's next
+session too).
 Requests that name no known episode are logged to ``<ledger_dir>/unrouted.jsonl``.
 """
 
@@ -16,7 +17,9 @@ import threading
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from pairlab.core.emulator.ledger import (
+from pairlab.core.emulator.prompt_cache import AnthropicPromptCache, OpenAIPromptCache
+from pairlab.core.emulator.quota_model import AccountPlan, AccountQuota
+from pairlab.core.emulator.request_ledger import (
     EpisodeRegistration,
     EpisodeRow,
     Fault,
@@ -24,8 +27,6 @@ from pairlab.core.emulator.ledger import (
     ground_truth,
     read_ledger,
 )
-from pairlab.core.emulator.prompt_cache import AnthropicPromptCache, OpenAIPromptCache
-from pairlab.core.emulator.quota_model import AccountPlan, AccountQuota
 from pairlab.core.emulator.scripted_model import TaskScript
 from pairlab.core.errors import InvalidInputError, ReasonCode
 

@@ -1,12 +1,14 @@
 """The model endpoints: Anthropic ``/v1/messages`` (+ ``count_tokens``) and OpenAI
 ``/v1/responses``, for one registered episode.
 
-For each model request: parse and validate (a malformed one gets the provider's 400
-shape), cut it into prompt blocks and count them, let the scripted model choose its
-turn from the request, refuse it if a fault is planned for it or the account's quota
-is exhausted, account its prompt caching, and answer (SSE or JSON). The ledger row is
+For each model request, one pipeline for both providers (their differences are in
+``providers``): parse and validate (a malformed one gets the provider's 400 shape),
+cut it into prompt blocks and count them, let the scripted model choose its turn
+from the request, refuse it if a fault is planned for it or the account's quota is
+exhausted, account its prompt caching, state its usage (``core.emulator.usage``) and
+answer (SSE or JSON). The ledger row is
 written once the answer is out: a refusal at once; a response when it was delivered
-whole or cut, billed for the usage it stated (``core.emulator.ledger``), and only
+whole or cut, billed for the usage it stated (``core.emulator.request_ledger``), and only
 then charged to the quota.
 """
 
@@ -18,45 +20,20 @@ import threading
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any, Final, Literal, Protocol
+from typing import Any, Literal
 
-from pairlab.adapters.emulator import anthropic_wire, openai_wire
 from pairlab.adapters.emulator.episodes import Account, Episode, LedgerWriter
+from pairlab.adapters.emulator.providers import PROVIDERS, Provider, ProviderApi, Wire
 from pairlab.adapters.emulator.reply import Refusal, Reply, json_reply, sse_frame
-from pairlab.core.emulator.conversation import claude_conversation, codex_conversation
-from pairlab.core.emulator.ledger import Fault, RequestRow, TurnInfo
 from pairlab.core.emulator.prompt_blocks import (
     MalformedRequest,
     PromptLayout,
     anthropic_layout,
     canonical_text,
-    openai_layout,
 )
 from pairlab.core.emulator.quota_model import QuotaSnapshot
-from pairlab.core.emulator.quota_surfaces import anthropic_unified_headers, codex_headers
+from pairlab.core.emulator.request_ledger import Fault, RequestRow, TurnInfo
 from pairlab.core.emulator.scripted_model import ModelTurn, next_turn
-from pairlab.core.schemas.usage import UsageVector
-
-Provider = Literal["anthropic", "openai"]
-
-
-class Wire(Protocol):
-    """What differs between the providers' wire formats (the two ``*_wire`` modules)."""
-
-    def error_reply(self, refusal: Refusal, request_id: str) -> Reply: ...
-
-    def invalid(self, message: str, param: str | None = None) -> Refusal: ...
-
-    def fault_refusal(self, fault: Fault) -> Refusal | None: ...
-
-    def quota_refusal(self, window: str, wait_s: int) -> Refusal: ...
-
-    def stated_usage(self, events: list[dict[str, Any]], sent: int) -> dict[str, Any] | None: ...
-
-    def usage_vector(self, wire: dict[str, Any]) -> UsageVector: ...
-
-
-WIRES: Final[dict[Provider, Wire]] = {"anthropic": anthropic_wire, "openai": openai_wire}
 
 
 @dataclass(frozen=True)
@@ -80,8 +57,12 @@ class _Call:
     mint: Callable[[str], str]
 
     @property
+    def api(self) -> ProviderApi:
+        return PROVIDERS[self.provider]
+
+    @property
     def wire(self) -> Wire:
-        return WIRES[self.provider]
+        return self.api.wire
 
 
 def auth_kind(headers: Mapping[str, str]) -> Literal["api-key", "oauth", "bearer", "none"]:
@@ -206,7 +187,7 @@ class ModelApi:
         else for the usage the events sent had stated."""
 
         def bill(stated: dict[str, Any] | None, **update: Any) -> None:
-            usage = call.wire.usage_vector(stated) if stated is not None else None
+            usage = call.api.usage_vector(stated) if stated is not None else None
             with self.lock:
                 now = self.clock()
                 quota = call.account.quota
@@ -265,9 +246,11 @@ class ModelApi:
         layout: PromptLayout,
         turn: ModelTurn,
         offered: tuple[str, ...],
+        cache_key: str | None,
     ) -> None:
         call.row = call.row.model_copy(
             update={
+                "prompt_cache_key": cache_key,
                 "model": body["model"],
                 "stream": body.get("stream") is True,
                 "tools_offered": list(offered),
@@ -299,51 +282,50 @@ class ModelApi:
         )
         return self._bill_on_delivery(call, reply, events)
 
-    # -- Anthropic -------------------------------------------------------------------
-    def anthropic_messages(self, episode: Episode, account: Account, req: Incoming) -> Reply:
-        call = self._start(episode, account, req, "anthropic", model=True)
-        read = self._read(call, req, lambda body: anthropic_layout(body, self.count))
+    # -- the model request ---------------------------------------------------------
+    def model_request(
+        self, provider: Provider, episode: Episode, account: Account, req: Incoming
+    ) -> Reply:
+        """``POST /v1/messages`` (Anthropic) or ``/v1/responses`` (OpenAI): one pipeline,
+        the provider's part of each step from :data:`providers.PROVIDERS`."""
+        api = PROVIDERS[provider]
+        call = self._start(episode, account, req, provider, model=True)
+        read = self._read(call, req, lambda body: api.layout(body, self.count))
         if isinstance(read, Reply):
             return read
         body, layout = read
-        conv = claude_conversation(body)
+        conv = api.conversation(body)
         reg = episode.registration
         turn = next_turn(
             episode.script, conv, seed=reg.seed, wrong_probability=reg.wrong_probability
         )
-        self._turn(call, body, layout, turn, conv.offered_names)
+        key = api.cache_key(body)
+        self._turn(call, body, layout, turn, conv.offered_names, key)
         fault = episode.fault_at(call.row.request_index)
-        cut = (
-            _cut_after(fault, anthropic_wire.DEFAULT_CUT_AFTER_EVENTS)
-            if body.get("stream") is True
-            else None
-        )
+        stream = body.get("stream") is True
         now = self.clock()
         with self.lock:
             before = self._admit(call, fault, now)
             if isinstance(before, Reply):
                 return before
-            # a stream cut before message_start states nothing: the request leaves no trace
-            cache = account.anthropic_cache.process(layout, now, commit=cut != 0)
-        blocks = anthropic_wire.content_blocks(turn, call.mint("toolu"))
-        wire_usage = anthropic_wire.usage_object(
-            uncached=cache.uncached,
-            cache_read=cache.cache_read,
-            write_5m=cache.cache_write_5m,
-            write_1h=cache.cache_write_1h,
-            output=max(1, sum(self.count(canonical_text(b)) for b in blocks)),
+            # a stream cut before its first event states nothing: the request leaves no
+            # trace (every default cut point is at least 1)
+            commit = not (stream and _cut_after(fault, 1) == 0)
+            cache = api.cache(account, layout, key, now, commit=commit)
+        full = api.answer(turn, cache, call.mint, body, req.headers, now, self.count)
+        call.row = call.row.model_copy(
+            update={"usage_wire": full["usage"], "response_id": full["id"]}
         )
-        if "thinking-token-count" in req.headers.get("anthropic-beta", ""):
-            wire_usage["output_tokens_details"] = {"thinking_tokens": 0}
-        full = anthropic_wire.message(
-            message_id=call.mint("msg"), model=body["model"], blocks=blocks, usage=wire_usage
-        )
-        call.row = call.row.model_copy(update={"usage_wire": wire_usage, "response_id": full["id"]})
-        headers = {"request-id": call.row.request_id}
-        if call.row.auth == "oauth":  # unified rate limits go to subscription traffic
-            headers.update(anthropic_unified_headers(before))
-        events = anthropic_wire.stream_events(full) if body.get("stream") is True else None
+        headers = api.headers(call.row.request_id, call.row.auth == "oauth", body["model"], before)
+        events = api.wire.stream_events(full) if stream else None
+        cut = _cut_after(fault, api.default_cut(events)) if events else None
         return self._answer(call, full, events, headers, cut, fault)
+
+    def anthropic_messages(self, episode: Episode, account: Account, req: Incoming) -> Reply:
+        return self.model_request("anthropic", episode, account, req)
+
+    def openai_responses(self, episode: Episode, account: Account, req: Incoming) -> Reply:
+        return self.model_request("openai", episode, account, req)
 
     def anthropic_count_tokens(self, episode: Episode, account: Account, req: Incoming) -> Reply:
         call = self._start(episode, account, req, "anthropic", model=False)
@@ -364,55 +346,5 @@ class ModelApi:
             200, {"input_tokens": layout.total_tokens}, {"request-id": call.row.request_id}
         )
 
-    # -- OpenAI ----------------------------------------------------------------------
-    def openai_responses(self, episode: Episode, account: Account, req: Incoming) -> Reply:
-        call = self._start(episode, account, req, "openai", model=True)
-        read = self._read(call, req, lambda body: openai_layout(body, self.count))
-        if isinstance(read, Reply):
-            return read
-        body, layout = read
-        conv = codex_conversation(body)
-        reg = episode.registration
-        turn = next_turn(
-            episode.script, conv, seed=reg.seed, wrong_probability=reg.wrong_probability
-        )
-        self._turn(call, body, layout, turn, conv.offered_names)
-        key = body.get("prompt_cache_key")
-        key = key if isinstance(key, str) else None
-        call.row = call.row.model_copy(update={"prompt_cache_key": key})
-        fault = episode.fault_at(call.row.request_index)
-        now = self.clock()
-        with self.lock:
-            before = self._admit(call, fault, now)
-            if isinstance(before, Reply):
-                return before
-            # OpenAI charges no cache writes: even a cut request's prefix is cached for free
-            cache = account.openai_cache.process(layout, key, now)
-        items = openai_wire.output_items(turn, call.mint)
-        reasoning = sum(self.count(canonical_text(i)) for i in items if i["type"] == "reasoning")
-        wire_usage = openai_wire.usage_object(
-            total_input=cache.total,
-            cached=cache.cache_read,
-            output=max(1, sum(self.count(canonical_text(i)) for i in items)),
-            reasoning=reasoning,
-        )
-        full = openai_wire.response(
-            response_id=call.mint("resp"),
-            model=body["model"],
-            created_at=int(now),
-            output=items,
-            usage=wire_usage,
-            status="completed",
-        )
-        call.row = call.row.model_copy(update={"usage_wire": wire_usage, "response_id": full["id"]})
-        headers = {
-            "x-request-id": call.row.request_id,
-            "openai-model": body["model"],  # Codex reports a reroute without it
-            **codex_headers(before),
-        }
-        events = openai_wire.stream_events(full) if body.get("stream") is True else None
-        cut = _cut_after(fault, openai_wire.default_cut_point(events)) if events else None
-        return self._answer(call, full, events, headers, cut, fault)
 
-
-__all__ = ["WIRES", "Incoming", "ModelApi", "Wire", "auth_kind"]
+__all__ = ["Incoming", "ModelApi", "auth_kind"]

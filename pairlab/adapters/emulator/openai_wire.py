@@ -19,9 +19,8 @@ from collections.abc import Callable
 from typing import Any, Final
 
 from pairlab.adapters.emulator.reply import Refusal, Reply, json_reply
-from pairlab.core.emulator.ledger import Fault
+from pairlab.core.emulator.request_ledger import Fault
 from pairlab.core.emulator.scripted_model import ModelTurn
-from pairlab.core.schemas.usage import UsageVector
 
 CHUNK_CHARS: Final = 64
 
@@ -87,17 +86,6 @@ def output_items(turn: ModelTurn, ids: Callable[[str], str]) -> list[dict[str, A
             item["namespace"] = call.namespace
         items.append(item)
     return items
-
-
-def usage_object(*, total_input: int, cached: int, output: int, reasoning: int) -> dict[str, Any]:
-    return {
-        "input_tokens": total_input,
-        # prompt caching is automatic and writes are not charged: 0 written (billed)
-        "input_tokens_details": {"cached_tokens": cached, "cache_write_tokens": 0},
-        "output_tokens": output,
-        "output_tokens_details": {"reasoning_tokens": reasoning},
-        "total_tokens": total_input + output,
-    }
 
 
 def response(
@@ -316,19 +304,6 @@ def quota_refusal(window: str, wait_s: int) -> Refusal:
     return Refusal(429, "usage_limit_reached", text, headers, code="usage_limit_reached")
 
 
-def usage_vector(wire: dict[str, Any]) -> UsageVector:
-    """The 7 dimensions of a usage object. OpenAI bills no cache writes and Codex records
-    them as 0, so the write dimension is 0, not unknown."""
-    cached = wire["input_tokens_details"]["cached_tokens"]
-    return UsageVector(
-        uncached_input=wire["input_tokens"] - cached,
-        cache_read=cached,
-        cache_write_generic=0,
-        output=wire["output_tokens"],
-        reasoning=wire["output_tokens_details"]["reasoning_tokens"],
-    )
-
-
 __all__ = [
     "default_cut_point",
     "error_body",
@@ -340,6 +315,4 @@ __all__ = [
     "response",
     "stated_usage",
     "stream_events",
-    "usage_object",
-    "usage_vector",
 ]

@@ -29,8 +29,13 @@ from urllib.parse import urlsplit
 from pairlab.adapters.emulator.model_api import Incoming
 from pairlab.adapters.emulator.reply import Reply
 from pairlab.adapters.emulator.service import EmulatorService
-from pairlab.core.emulator.ledger import EpisodeRegistration, RequestRow, ground_truth, read_ledger
 from pairlab.core.emulator.quota_model import AccountPlan
+from pairlab.core.emulator.request_ledger import (
+    EpisodeRegistration,
+    RequestRow,
+    ground_truth,
+    read_ledger,
+)
 from pairlab.core.errors import EnvironmentUnavailable, ReasonCode
 from pairlab.core.schemas.usage import UsageVector
 

@@ -47,9 +47,9 @@ from pairlab.adapters.emulator.episodes import (
 from pairlab.adapters.emulator.model_api import Incoming, ModelApi
 from pairlab.adapters.emulator.reply import Reply, json_reply
 from pairlab.core.accounting.tokenizer import load_token_counter
-from pairlab.core.emulator.ledger import EpisodeRegistration, EpisodeRow
 from pairlab.core.emulator.quota_model import AccountPlan
 from pairlab.core.emulator.quota_surfaces import claude_oauth_usage, codex_usage
+from pairlab.core.emulator.request_ledger import EpisodeRegistration, EpisodeRow
 from pairlab.core.errors import InvalidInputError, ReasonCode
 
 _COUNT_MEMO_MAX = 65_536

@@ -11,11 +11,9 @@ operator's command prints (``command`` probe, ``format=...``):
   utilization a **fraction 0-1** and the reset in epoch seconds; the response's
   ``date`` header, when present, is the observation time.
 
-* ``claude-rate-limit-event``: the ``rate_limit_event`` line Claude Code's
-  ``--output-format stream-json`` prints under an OAuth token (2.1.332 measured):
-  ``rate_limit_info.unifiedWindows.{five_hour,seven_day}.{utilization (fraction 0-1,
-  as the unified header gave it), resetsAt (epoch s)}``. The line has no timestamp:
-  the caller passes the time of the line before it.
+The same unified utilization reaches a session's stream-json output as a
+``rate_limit_event`` line; the Claude usage reader turns it into observations
+(:func:`pairlab.adapters.usage.claude.rate_limit_event_observations`).
 
 Windows are classified by their length (``5h`` = 300 min, ``7d`` = 10,080 min);
 a scoped window (``seven_day_sonnet``, ``7d-sonnet``) is reported under provider
@@ -34,19 +32,17 @@ from email.utils import parsedate_to_datetime
 from typing import Final
 
 from pairlab.adapters.quota.base import percent_or_none, window_observation
-from pairlab.adapters.quota.claude_oauth import claude_provider, claude_window
 from pairlab.adapters.usage.base import parse_instant
+from pairlab.adapters.usage.claude import claude_provider, claude_window, fraction_percent
 from pairlab.core.schemas.quota import QuotaObservation, classify_window
 
 STATUSLINE_SOURCE: Final = "claude-statusline"
-RATE_LIMIT_EVENT_SOURCE: Final = "claude-rate-limit-event"
 HEADERS_SOURCE: Final = "anthropic-unified-headers"
 _HEADER_MINUTES: Final = {"5h": 300, "7d": 10080}
 _HEADER = re.compile(
     r"^anthropic-ratelimit-unified-(?P<window>5h|7d)(?:[-_](?P<scope>[a-z0-9_]+?))?"
     r"-(?P<field>utilization|reset)$"
 )
-_DECIMALS = re.compile(r"^\s*[0-9]*\.?([0-9]*)\s*$")
 
 
 def statusline_observations(payload: object, observed_at: datetime) -> list[QuotaObservation]:
@@ -73,40 +69,6 @@ def statusline_observations(payload: object, observed_at: datetime) -> list[Quot
     return out
 
 
-def rate_limit_event_observations(event: object, observed_at: datetime) -> list[QuotaObservation]:
-    """Observations from a stream-json ``rate_limit_event`` (empty when it has no windows).
-
-    The utilization is the unified header's fraction, so its precision is the header's
-    (whole percentage points for up to 2 decimals)."""
-    info = event.get("rate_limit_info") if isinstance(event, dict) else None
-    windows = info.get("unifiedWindows") if isinstance(info, dict) else None
-    if not isinstance(windows, dict):
-        return []
-    out = []
-    for key, value in sorted(windows.items()):
-        classified = claude_window(key)
-        if classified is None or not isinstance(value, dict):
-            continue
-        raw = value.get("utilization")
-        used, precision = (None, None)
-        if isinstance(raw, int | float) and not isinstance(raw, bool):
-            used, precision = _fraction_percent(repr(float(raw)))
-        window, provider = classified
-        out.append(
-            window_observation(
-                provider=provider,
-                window=window,
-                used=used,
-                resets_at=parse_instant(value.get("resetsAt")),
-                observed_at=observed_at,
-                source=RATE_LIMIT_EVENT_SOURCE,
-                source_scale="fraction",
-                precision=precision,
-            )
-        )
-    return out
-
-
 def parse_header_lines(text: str) -> dict[str, str]:
     """``name: value`` lines (status lines and blanks skipped) -> lower-cased names.
 
@@ -118,23 +80,6 @@ def parse_header_lines(text: str) -> dict[str, str]:
         if sep and name and not name.startswith((" ", "\t")) and " " not in name.strip():
             headers[name.strip().lower()] = value.strip()
     return headers
-
-
-def _fraction_percent(text: str) -> tuple[float | None, float | None]:
-    """(percent, precision in points) of a 0-1 fraction written as text."""
-    try:
-        fraction = float(text)
-    except ValueError:
-        return None, None
-    pct = percent_or_none(fraction, scale=100.0)
-    if pct is None:
-        return None, None
-    match = _DECIMALS.match(text)
-    decimals = len(match.group(1)) if match else 0
-    # A fraction with up to 2 decimals is a whole percentage point (trailing zeros may
-    # have been dropped: "0.2" is 20 %); more decimals are finer.
-    places = max(decimals - 2, 0)
-    return round(pct, places), 10.0**-places
 
 
 def header_observations(
@@ -154,7 +99,7 @@ def header_observations(
             observed_at = dated if dated.tzinfo else dated.replace(tzinfo=UTC)  # "-0000"
     out = []
     for (window, scope), got in sorted(fields.items(), key=lambda kv: (kv[0][0], kv[0][1] or "")):
-        used, precision = _fraction_percent(got.get("utilization", ""))
+        used, precision = fraction_percent(got.get("utilization", ""))
         out.append(
             window_observation(
                 provider=claude_provider(scope),

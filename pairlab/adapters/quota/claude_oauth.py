@@ -20,25 +20,11 @@ from pairlab.adapters.quota.base import (
 )
 from pairlab.adapters.quota.http_fetch import fetch_json
 from pairlab.adapters.usage.base import parse_instant
-from pairlab.core.schemas.quota import QuotaObservation, classify_window
+from pairlab.adapters.usage.claude import claude_window
+from pairlab.core.schemas.quota import QuotaObservation
 
 SOURCE: Final = "claude-oauth-usage"
 DEFAULT_URL: Final = "https://api.anthropic.com/api/oauth/usage"
-_WINDOW_MINUTES: Final = {"five_hour": 300, "seven_day": 10080}
-
-
-def claude_provider(scope: str | None) -> str:
-    """A model-scoped window (``seven_day_opus``) is its own provider, ``claude:opus``."""
-    return f"claude:{scope}" if scope else "claude"
-
-
-def claude_window(key: str) -> tuple[str, str] | None:
-    """(window, provider) from a response key, classified by the key's window length."""
-    for prefix, minutes in _WINDOW_MINUTES.items():
-        if key == prefix or key.startswith(prefix + "_"):
-            scope = key[len(prefix) + 1 :] or None
-            return classify_window(minutes), claude_provider(scope)
-    return None
 
 
 class ClaudeOAuthUsageProbe:

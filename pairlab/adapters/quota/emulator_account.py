@@ -14,7 +14,7 @@ from collections.abc import Collection
 from typing import Any
 
 from pairlab.adapters.quota.http_fetch import fetch_json
-from pairlab.core.quota_consumption import UNKNOWN_CONCURRENT_USE, ConcurrentUse
+from pairlab.core.quota.consumption import UNKNOWN_CONCURRENT_USE, ConcurrentUse
 
 _TIMEOUT_S = 10.0
 

@@ -19,7 +19,7 @@ from collections.abc import Collection
 from pathlib import Path
 from typing import Any, Final
 
-from pairlab.core.quota_consumption import UNKNOWN_CONCURRENT_USE, ConcurrentUse
+from pairlab.core.quota.consumption import UNKNOWN_CONCURRENT_USE, ConcurrentUse
 
 QUOTA_FILE: Final = "quota.json"
 CHARGES_FILE: Final = "charges.jsonl"

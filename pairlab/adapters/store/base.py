@@ -16,7 +16,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Protocol, runtime_checkable
 
-from pairlab.core.manifest import validate_object_key
+from pairlab.core.run_manifest import validate_object_key
 
 HASH_CHUNK_BYTES = 1024 * 1024
 

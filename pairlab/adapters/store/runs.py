@@ -16,7 +16,7 @@ from pathlib import Path
 
 from pairlab.adapters.store.base import Store, sha256_file
 from pairlab.core.errors import InvalidInputError, PublishError, ReasonCode
-from pairlab.core.manifest import (
+from pairlab.core.run_manifest import (
     MANIFEST_NAME,
     RUNS_PREFIX,
     Manifest,

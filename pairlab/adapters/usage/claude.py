@@ -43,14 +43,22 @@ from pairlab.adapters.usage.base import (
     expand_paths,
     int_or_none,
     iter_json_lines,
+    parse_instant,
     parse_time,
     vector_of,
 )
 from pairlab.adapters.usage.claude_cost_state import reconcile, sum_by_session
-from pairlab.core.schemas.quota import QuotaObservation
+from pairlab.core.schemas.quota import (
+    QuotaObservation,
+    classify_window,
+    percent_or_none,
+    window_observation,
+)
 from pairlab.core.schemas.usage import UsageVector
 
 PROVIDER: Final = "claude"
+RATE_LIMIT_EVENT_SOURCE: Final = "claude-rate-limit-event"
+_DECIMALS: Final = re.compile(r"^\s*[0-9]*\.?([0-9]*)\s*$")
 SYNTHETIC_MODEL: Final = "<synthetic>"
 # Lines that can matter (assistant responses, tool-result copies, result objects).
 _NEEDLES: Final = (
@@ -159,11 +167,82 @@ def limit_notice_observation(text: str, observed_at: datetime | None) -> QuotaOb
     )
 
 
-def _rate_limit_event(obj: dict[str, Any], observed_at: datetime) -> list[QuotaObservation]:
-    # imported here: the quota package imports the usage readers (a cycle at import time)
-    from pairlab.adapters.quota.claude_formats import rate_limit_event_observations
+# --- quota observations in Claude's own output -------------------------------------
 
-    return rate_limit_event_observations(obj, observed_at)
+
+# Claude's window keys (OAuth usage endpoint, status line, rate_limit_event) -> minutes
+_WINDOW_MINUTES: Final = {"five_hour": 300, "seven_day": 10080}
+
+
+def claude_provider(scope: str | None) -> str:
+    """A model-scoped window (``seven_day_opus``) is its own provider, ``claude:opus``."""
+    return f"claude:{scope}" if scope else "claude"
+
+
+def claude_window(key: str) -> tuple[str, str] | None:
+    """(window, provider) from a response key, classified by the key's window length."""
+    for prefix, minutes in _WINDOW_MINUTES.items():
+        if key == prefix or key.startswith(prefix + "_"):
+            scope = key[len(prefix) + 1 :] or None
+            return classify_window(minutes), claude_provider(scope)
+    return None
+
+
+def fraction_percent(text: str) -> tuple[float | None, float | None]:
+    """(percent, precision in points) of a 0-1 fraction written as text."""
+    try:
+        fraction = float(text)
+    except ValueError:
+        return None, None
+    pct = percent_or_none(fraction, scale=100.0)
+    if pct is None:
+        return None, None
+    match = _DECIMALS.match(text)
+    decimals = len(match.group(1)) if match else 0
+    # A fraction with up to 2 decimals is a whole percentage point (trailing zeros may
+    # have been dropped: "0.2" is 20 %); more decimals are finer.
+    places = max(decimals - 2, 0)
+    return round(pct, places), 10.0**-places
+
+
+def rate_limit_event_observations(event: object, observed_at: datetime) -> list[QuotaObservation]:
+    """Observations from a stream-json ``rate_limit_event`` (empty when it has no windows).
+
+    The line Claude Code's ``--output-format stream-json`` prints under an OAuth token
+    (2.1.332 measured): ``rate_limit_info.unifiedWindows.{five_hour,seven_day}.{utilization
+    (fraction 0-1, as the unified header gave it), resetsAt (epoch s)}``. The line has no
+    timestamp: the caller passes the time of the line before it. Windows are the OAuth
+    usage endpoint's keys (``claude_window``); an out-of-range value is unknown (None).
+
+    The utilization is the unified header's fraction, so its precision is the header's
+    (whole percentage points for up to 2 decimals)."""
+    info = event.get("rate_limit_info") if isinstance(event, dict) else None
+    windows = info.get("unifiedWindows") if isinstance(info, dict) else None
+    if not isinstance(windows, dict):
+        return []
+    out = []
+    for key, value in sorted(windows.items()):
+        classified = claude_window(key)
+        if classified is None or not isinstance(value, dict):
+            continue
+        raw = value.get("utilization")
+        used, precision = (None, None)
+        if isinstance(raw, int | float) and not isinstance(raw, bool):
+            used, precision = fraction_percent(repr(float(raw)))
+        window, provider = classified
+        out.append(
+            window_observation(
+                provider=provider,
+                window=window,
+                used=used,
+                resets_at=parse_instant(value.get("resetsAt")),
+                observed_at=observed_at,
+                source=RATE_LIMIT_EVENT_SOURCE,
+                source_scale="fraction",
+                precision=precision,
+            )
+        )
+    return out
 
 
 class ClaudeReader:
@@ -192,7 +271,7 @@ class ClaudeReader:
                 elif kind == "cost-state" and isinstance(obj.get("sessionId"), str):
                     cost_states[obj["sessionId"]] = obj  # cumulative: the last one wins
                 elif kind == "rate_limit_event" and last_time is not None:
-                    b.add_quota(_rate_limit_event(obj, last_time))
+                    b.add_quota(rate_limit_event_observations(obj, last_time))
                 last_time = parse_time(obj.get("timestamp")) or last_time
                 if b.cli_version is None and isinstance(obj.get("version"), str):
                     b.cli_version = obj["version"]

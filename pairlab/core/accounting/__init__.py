@@ -1,7 +1,7 @@
 """MCP transport accounting: local token counting, ledger qualification rules, the savings audit.
 
 Everything here is pure (no SQLite, no CLI); the SQLite ledger lives in
-``pairlab.adapters.ledger_db`` and validates every row through
+``pairlab.adapters.mcp_ledger.db`` and validates every row through
 :mod:`pairlab.core.accounting.ledger_rules`.
 """
 

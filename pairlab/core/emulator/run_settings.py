@@ -8,8 +8,8 @@ from typing import Any
 
 from pydantic import Field
 
-from pairlab.core.emulator.ledger import Fault
 from pairlab.core.emulator.quota_model import AccountPlan
+from pairlab.core.emulator.request_ledger import Fault
 from pairlab.core.errors import InvalidInputError, ReasonCode
 from pairlab.core.schemas.base import StrictModel
 from pairlab.core.stats.seeds import derive_seed

@@ -1,6 +1,6 @@
 """One episode's finding evidence and its tool-call join, from what the intervention logged.
 
-Inputs (read by pairlab.adapters.finding_evidence): the evidence log's events
+Inputs (read by pairlab.adapters.episode.finding_evidence): the evidence log's events
 (``recall``/``delivery``/``holdout``/``gated``/``finding``/``duplicate``/``refusal``/
 ``rating``/``quarantine``, pairlab.intervention.evidence_log), the MCP ledger rows and
 the tool-call ids of the CLI's own transcript (Claude's ``tool_use`` ids, Codex's

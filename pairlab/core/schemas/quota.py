@@ -61,7 +61,7 @@ class QuotaConsumption(CamelModel):
     """What one (provider, window) interval consumed, in percentage points (issue 16).
 
     ``consumption_percent`` is ``after - before`` only when the interval is usable
-    (:mod:`pairlab.core.quota_consumption`); otherwise it is null and ``reason``
+    (:mod:`pairlab.core.quota.consumption`); otherwise it is null and ``reason``
     says why (a kebab-case code). Never 0 for "unknown"."""
 
     provider: str = Field(min_length=1)

@@ -1,7 +1,7 @@
 """Statistics for paired evaluations: bootstrap intervals, proportions, seeds.
 
 Pure NumPy/SciPy; no knowledge of episodes or cohorts (that is
-:mod:`pairlab.core.cohorts`).
+:mod:`pairlab.core.analysis.cohorts`).
 """
 
 from pairlab.core.stats.bootstrap import (

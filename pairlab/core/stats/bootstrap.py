@@ -25,7 +25,7 @@ Sharing one resample across a cohort's metrics is a *joint* bootstrap: within
 each resample the metrics come from the same pairs, so, e.g., the ladder
 contrasts and the total stay coherent with their parts. Which generator to use
 is the caller's decision (see :mod:`pairlab.core.stats.seeds` and
-:mod:`pairlab.core.cohorts`): seeds come from names, never from values.
+:mod:`pairlab.core.analysis.cohorts`): seeds come from names, never from values.
 
 BCa (``method="bca"``) is offered as an option. It is undefined when all
 values of a column are equal (the jackknife has no spread): such a column gets

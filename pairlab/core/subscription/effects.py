@@ -5,9 +5,9 @@ The same machinery and rule as the token metrics: per cohort, the units
 ``quotaPairId``), the effect of a window is the mean paired difference
 treatment − control in percentage points (negative = less quota), its reported
 percentile interval and decision interval come from the cohort analysis's own
-bootstrap (:class:`pairlab.core.cohort_engine.CohortBootstrap`, seeded by run
+bootstrap (:class:`pairlab.core.analysis.engine.CohortBootstrap`, seeded by run
 id, cohort key and the pairs resampled), and the decision labels from
-:func:`pairlab.core.decisions.label_effects` with the quota metrics as the
+:func:`pairlab.core.analysis.decisions.label_effects` with the quota metrics as the
 metric axis: the plan's gate and minimum pairs, its primary/secondary roles,
 Holm/BH within the subscription family, and correctness that did not regress
 (the cohort's paired correctness from the cohort analysis).
@@ -27,11 +27,11 @@ from typing import Any, Final
 import numpy as np
 import polars as pl
 
-from pairlab.core.cohort_engine import RESULTS, CohortBootstrap, Settings
-from pairlab.core.decisions import DECISIONS, REASONS, ROLES, WINS, label_effects
-from pairlab.core.metrics import KEY_COLUMNS, Contrast
-from pairlab.core.quota_consumption import ACCOUNT_WINDOW_COLUMNS
-from pairlab.core.study_plan import StudyPlan
+from pairlab.core.analysis.decisions import DECISIONS, REASONS, ROLES, WINS, label_effects
+from pairlab.core.analysis.engine import RESULTS, CohortBootstrap, Settings
+from pairlab.core.analysis.metrics import KEY_COLUMNS, Contrast
+from pairlab.core.analysis.study_plan import StudyPlan
+from pairlab.core.quota.consumption import ACCOUNT_WINDOW_COLUMNS
 from pairlab.core.subscription.units import CohortKey
 
 # (window, consumption column, reason column) in the metric axis's order

@@ -13,13 +13,13 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any, Final
 
-from pairlab.core.cohorts import contrasts_of, order_arms
-from pairlab.core.metrics import KEY_COLUMNS
-from pairlab.core.quota_evidence import precision_assessment, precision_json
-from pairlab.core.quota_intervals import QuotaIntervalRecord
+from pairlab.core.analysis.cohorts import contrasts_of, order_arms
+from pairlab.core.analysis.metrics import KEY_COLUMNS
+from pairlab.core.analysis.study_plan import StudyPlan
+from pairlab.core.quota.intervals import QuotaIntervalRecord
 from pairlab.core.schemas.episode import EpisodeRecord
-from pairlab.core.study_plan import StudyPlan
 from pairlab.core.subscription.effects import WINDOW_METRICS, Correctness, quota_effects
+from pairlab.core.subscription.evidence import precision_assessment, precision_json
 from pairlab.core.subscription.units import CohortKey, run_units, units_frame
 from pairlab.core.subscription.verdicts import cohort_verdicts
 from pairlab.core.verdict.artifact import Provider

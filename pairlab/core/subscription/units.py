@@ -6,10 +6,10 @@ quota-aware run, a scheduled quota interval (``quotaStart`` → ``quotaEnd``,
 episodes of a pair: by ``pairId`` for episodes, by ``quotaPairId`` for intervals
 (the arms' intervals of one block). Each unit keeps its snapshots (for the
 subscription verdict) and the account-wide windows' flat consumption columns
-(null + reason, never 0; :mod:`pairlab.core.quota_consumption`).
+(null + reason, never 0; :mod:`pairlab.core.quota.consumption`).
 
 An interval takes its cohort key from its first recorded episode, as
-:func:`pairlab.core.quota_intervals.intervals_frame` does; it is excluded when
+:func:`pairlab.core.quota.intervals.intervals_frame` does; it is excluded when
 one of its episodes was excluded by the pre-registered rules (the interval then
 held other work than its peers), as such episodes are in the cohort analysis.
 """
@@ -22,16 +22,16 @@ from typing import Final, Literal
 
 import polars as pl
 
-from pairlab.core.cohorts import DEFAULT_STRATUM, UNKNOWN
-from pairlab.core.metrics import KEY_COLUMNS
-from pairlab.core.quota_consumption import (
+from pairlab.core.analysis.cohorts import DEFAULT_STRATUM, UNKNOWN
+from pairlab.core.analysis.metrics import KEY_COLUMNS
+from pairlab.core.quota.consumption import (
     QUOTA_METRICS,
     QUOTA_PRECISION_COLUMNS,
     QUOTA_REASON_COLUMNS,
     account_window_columns,
     record_columns,
 )
-from pairlab.core.quota_intervals import QuotaIntervalRecord
+from pairlab.core.quota.intervals import QuotaIntervalRecord
 from pairlab.core.schemas.episode import EpisodeRecord
 from pairlab.core.schemas.quota import QuotaObservation
 

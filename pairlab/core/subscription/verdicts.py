@@ -26,8 +26,8 @@ from collections import Counter
 from collections.abc import Sequence
 from typing import Any
 
+from pairlab.core.analysis.metrics import Contrast
 from pairlab.core.canary.quota import quota_observations
-from pairlab.core.metrics import Contrast
 from pairlab.core.schemas.quota import QuotaObservation as Snapshot
 from pairlab.core.subscription.units import CohortKey, QuotaUnit
 from pairlab.core.verdict.artifact import Provider, QuotaObservation

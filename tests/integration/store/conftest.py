@@ -2,7 +2,7 @@
 
 The S3 contract (``store_url``, ``s3_url``, ``s3_server``) runs against both servers:
 moto's ``ThreadedMotoServer`` (server mode) and a single Garage node
-(``pairlab.adapters.garage.GarageNode``: the pinned binary, layout applied, a key
+(``pairlab.adapters.store.garage.GarageNode``: the pinned binary, layout applied, a key
 allowed to create buckets). The fault tests start their own ``moto_server``
 subprocess so they can stop it. AWS configuration comes from the environment, as it
 would for a user: credentials and ``AWS_ENDPOINT_URL`` are set for the session (moto's
@@ -114,7 +114,7 @@ def moto_server(moto_endpoint: str) -> S3Server:
 
 @pytest.fixture(scope="session")
 def garage_server(aws_env: None, tmp_path_factory: pytest.TempPathFactory) -> Iterator[S3Server]:
-    from pairlab.adapters.garage import GarageNode, garage_binary
+    from pairlab.adapters.store.garage import GarageNode, garage_binary
 
     binary = garage_binary()
     require(binary.is_file(), f"the Garage binary at {binary} (scripts/build-garage.sh)")

@@ -12,12 +12,12 @@ from pathlib import Path
 
 import pytest
 
-from pairlab.adapters.publish import publish_run, publish_run_detailed
 from pairlab.adapters.store import open_store
 from pairlab.adapters.store.base import Store
+from pairlab.adapters.store.publish import publish_run, publish_run_detailed
 from pairlab.adapters.store.runs import list_runs, pull_run
 from pairlab.core.errors import PublishError, ReasonCode
-from pairlab.core.manifest import MANIFEST_NAME
+from pairlab.core.run_manifest import MANIFEST_NAME
 from tests.integration.store.conftest import FAST_S3_OPTIONS, S3Server, s3_client
 from tests.integration.store.run_dirs import snapshot, write_eval_run, write_trial_run
 from tests.support import cli_exit

@@ -16,8 +16,8 @@ from pathlib import Path
 import polars as pl
 import pytest
 
-from pairlab.adapters.publish import publish_run
 from pairlab.adapters.store import open_store
+from pairlab.adapters.store.publish import publish_run
 from pairlab.cli import main
 from pairlab.core.errors import PublishError, ReasonCode
 from tests.integration.store.conftest import FAST_S3_OPTIONS, S3Server, s3_client

@@ -8,10 +8,10 @@ from pathlib import Path
 
 from typer.testing import CliRunner
 
-from pairlab.adapters.publish import publish_run
 from pairlab.adapters.store import open_store
+from pairlab.adapters.store.publish import publish_run
 from pairlab.cli import app
-from pairlab.core.manifest import is_transcript_key
+from pairlab.core.run_manifest import is_transcript_key
 from tests.integration.store.run_dirs import write_eval_run
 
 TRANSCRIPT = "episodes/{eid}/collected/home/.claude/projects/p/session.jsonl"

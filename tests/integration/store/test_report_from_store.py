@@ -18,7 +18,7 @@ import pytest
 
 from flows.evidence_eval import evidence_eval
 from flows.params import EvidenceEvalParams
-from pairlab.adapters.trial_inputs import open_sim_account
+from pairlab.adapters.run.trial_inputs import open_sim_account
 from tests.integration.store.conftest import S3Server, s3_client
 from tests.support import pairlab_argv
 

@@ -21,8 +21,8 @@ from pathlib import Path
 
 import pytest
 
-from pairlab.adapters.publish import publish_run_detailed
 from pairlab.adapters.store import open_store
+from pairlab.adapters.store.publish import publish_run_detailed
 from pairlab.adapters.store.runs import list_runs, pull_run
 from pairlab.cli import main
 from pairlab.core.errors import EnvironmentUnavailable, PublishError, ReasonCode

@@ -1,0 +1,182 @@
+"""Asking for and recording a canary's approval (DESIGN 9, step 2).
+
+The flow pauses for a typed :class:`CanaryApproval` (the Prefect UI's Resume
+form, whose description shows the budget and each quota window's share, with a
+warning where it exceeds what remains). Nothing runs before approval; a
+rejection or a timeout ends the trial with zero episodes in a Cancelled state
+whose message says why, and the manifest artifact is headed by the decision.
+The approval record (who, when, note, budget acknowledgement) is written to
+``trials/approval.json`` and the manifest's ``approval``, and published with
+the run.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import Any, Literal
+from uuid import UUID
+
+from prefect.artifacts import create_markdown_artifact
+from prefect.exceptions import FlowPauseTimeout
+from prefect.flow_runs import pause_flow_run, suspend_flow_run
+from prefect.input import RunInput
+from pydantic import ConfigDict, Field, model_validator
+
+from flows.canary.manifest import TRIALS, budget_lines, manifest_markdown, show_manifest
+from flows.params import CanaryTrialParams
+from pairlab.adapters.run.directory import RunDir
+from pairlab.core.canary import TrialManifest
+from tasks.report import artifact_key
+
+Outcome = Literal["approved", "rejected", "timeout"]
+
+
+def _approval_schema(schema: dict[str, Any]) -> None:
+    """The Resume form's schema: the budget acknowledgement is required (the form shows it
+    as such, pre-set to off), and approving needs it on — enforced by the server, which
+    validates the input with this schema on resume."""
+    required = schema.setdefault("required", [])
+    if "budget_acknowledged" not in required:
+        required.append("budget_acknowledged")
+    schema["if"] = {"properties": {"approve": {"const": True}}, "required": ["approve"]}
+    schema["then"] = {
+        "properties": {"budget_acknowledged": {"const": True}},
+        "required": ["budget_acknowledged"],
+    }
+
+
+class CanaryApproval(RunInput):
+    """Approve or reject a paused canary trial (the Resume form in the Prefect UI)."""
+
+    model_config = ConfigDict(extra="forbid", json_schema_extra=_approval_schema)
+
+    approve: bool = Field(description="Run the trial (off = reject; nothing runs)")
+    approver: str = Field(
+        min_length=1, max_length=200, pattern=r"\S", description="Who decides (recorded)"
+    )
+    note: str = Field("", max_length=2000, description="Why (recorded with the decision)")
+    budget_acknowledged: bool = Field(
+        False,
+        description="I acknowledge the expected quota budget shown above (must be on to approve)",
+    )
+
+    @model_validator(mode="after")
+    def _budget_ack(self) -> CanaryApproval:
+        if self.approve and not self.budget_acknowledged:
+            raise ValueError("approving a trial requires budget_acknowledged = true")
+        return self
+
+
+def approval_description(manifest: TrialManifest) -> str:
+    """The Resume form's description: what would run and its budget, with warnings."""
+    lines = [
+        f"**Canary trial `{manifest.trial_id}`**: {len(manifest.planned)} episodes, "
+        f"`{manifest.baseline.revision}` → `{manifest.candidate.revision}` "
+        f"(intervention {manifest.intervention_id}). The manifest artifact lists every "
+        "frozen input and planned episode.",
+        "",
+        *budget_lines(manifest.budget, sim=manifest.baseline.sim_effects is not None),
+        "",
+        "Approving requires the budget acknowledgement; rejecting runs nothing.",
+    ]
+    return "\n".join(lines)
+
+
+def ask_approval(
+    params: CanaryTrialParams, manifest: TrialManifest
+) -> tuple[Outcome, CanaryApproval | None]:
+    """Wait for the decision. A deployment's run is suspended (its process exits and the
+    run stays Paused on the server; once resumed, a `pairlab serve` runs it again from
+    the top and this returns the input); a run without a deployment pauses in place."""
+    from prefect.runtime import deployment
+
+    form = CanaryApproval.with_initial_data(description=approval_description(manifest))
+    try:
+        if deployment.get_id() is not None:
+            decision = suspend_flow_run(
+                wait_for_input=form, timeout=params.approval_timeout_s, key="canary-approval"
+            )
+        else:
+            decision = pause_flow_run(
+                wait_for_input=form,
+                timeout=params.approval_timeout_s,
+                poll_interval=1,
+                key="canary-approval",
+            )
+    except FlowPauseTimeout:
+        # The server turns any final state proposed by a run whose pause timed out into
+        # Failed ("paused and never resumed"); Cancelling is the one way out it allows,
+        # so the trial can end Cancelled with its own message.
+        _leave_expired_pause(f"not approved within {params.approval_timeout_s} s")
+        return "timeout", None
+    if decision is None:  # resumed without input: not an approval
+        return "rejected", None
+    return ("approved" if decision.approve else "rejected"), decision
+
+
+def _leave_expired_pause(message: str) -> None:
+    from prefect.client.orchestration import get_client
+    from prefect.runtime import flow_run
+    from prefect.states import Cancelling
+
+    run_id = flow_run.get_id()
+    if run_id is None:
+        return
+    with get_client(sync_client=True) as client:
+        client.set_flow_run_state(UUID(run_id), Cancelling(message=message))
+
+
+def approval_record(
+    outcome: Outcome, decision: CanaryApproval | None, params: CanaryTrialParams
+) -> dict[str, Any]:
+    return {
+        "schema_version": 1,
+        "outcome": outcome,
+        "approved": outcome == "approved",
+        "approver": decision.approver if decision else None,
+        "note": decision.note if decision else None,
+        "budget_acknowledged": decision.budget_acknowledged if decision else None,
+        "decided_at": datetime.now(UTC).isoformat(),
+        "timeout_s": params.approval_timeout_s,
+    }
+
+
+def decide(params: CanaryTrialParams, run_dir: RunDir, manifest: TrialManifest) -> dict[str, Any]:
+    """Wait for the decision and record it: ``trials/approval.json``, the manifest's
+    ``approval`` and a new version of the manifest artifact headed by the decision."""
+    outcome, decision = ask_approval(params, manifest)
+    approval = approval_record(outcome, decision, params)
+    run_dir.write_json(f"{TRIALS}/approval.json", approval)
+    decided = manifest.model_copy(update={"approval": approval})
+    run_dir.write_json(f"{TRIALS}/manifest.json", decided.model_dump(mode="json"))
+    show_manifest(
+        manifest.trial_id,
+        manifest_markdown(decided, heading=decision_heading(approval, params)),
+        f"canary manifest — {decision_heading(approval, params)}",
+    )
+    return approval
+
+
+def decision_heading(approval: dict[str, Any], params: CanaryTrialParams) -> str:
+    if approval["outcome"] == "rejected":
+        return f"rejected by {approval['approver'] or 'unknown'}: {approval['note'] or 'no note'}"
+    if approval["outcome"] == "timeout":
+        return f"not approved within {params.approval_timeout_s} s"
+    return f"approved by {approval['approver']}"
+
+
+def not_run(trial_id: str, approval: dict[str, Any], params: CanaryTrialParams) -> dict[str, Any]:
+    """The outcome of a trial that was rejected or timed out: nothing ran, and why."""
+    why = decision_heading(approval, params)
+    create_markdown_artifact(
+        key=artifact_key("canary-outcome", trial_id),
+        markdown=f"# Canary trial `{trial_id}` not run\n\n{why}. Zero episodes executed.\n",
+        description="canary trial outcome",
+    )
+    return {
+        "trial_id": trial_id,
+        "outcome": approval["outcome"],
+        "reason": why,
+        "episodes": 0,
+        "verdict": None,
+    }

@@ -1,0 +1,347 @@
+"""Freezing a canary trial (DESIGN 9, step 1): the manifest, its budget, and how it is shown.
+
+Everything both arms share is fixed here before anything runs — fixtures and
+their digests, source revision, environment, acceptance contracts, required
+checks, review dimensions, the provider/model/effort assignment, the two
+revisions and the one intervention, the strata, the AB/BA plan and the expected
+quota budget — written to ``trials/manifest.json`` (a resumed trial keeps it)
+and shown as a markdown artifact for the approver.
+"""
+
+from __future__ import annotations
+
+import secrets
+from datetime import UTC, datetime, timedelta
+from typing import Any, Final
+
+from prefect import task
+from prefect.artifacts import create_markdown_artifact
+from prefect.cache_policies import NO_CACHE
+
+from flows.params import CanaryTrialParams
+from pairlab.adapters.run.directory import RunDir
+from pairlab.adapters.run.trial_inputs import contract_digest, source_revision, tree_digest
+from pairlab.core.canary import (
+    ArmRevision,
+    Assignment,
+    Budget,
+    FrozenFixture,
+    PlannedRun,
+    TrialManifest,
+    to_identifier,
+)
+from pairlab.core.canary.tokens import loom_provider
+from pairlab.core.errors import InvalidInputError, ReasonCode
+from pairlab.core.schedule import Schedule
+from pairlab.core.schemas.catalog import LoadedSuite
+from pairlab.core.schemas.profile import RunnerProfile
+from tasks.report import artifact_key
+
+TRIALS: Final = "trials"  # the trial's own files inside its run dir
+STRATA_MEANING: Final = {
+    "cold": "fresh HOME, workspace and empty graph dir; PAIRLAB_STRATUM=cold",
+    "warm": (
+        "fresh HOME and workspace; graph dir pre-seeded with a warm-start file (local backend) "
+        "and PAIRLAB_STRATUM=warm"
+    ),
+}
+# The simulator's usage-model overrides shared by both arms of a trial: low noise so a
+# whole-percent quota (precision 1.0) can resolve the difference between revisions.
+SIM_TRIAL_NOISE: Final[dict[str, Any]] = {
+    "base": {"task_factor_sigma": 0.1},
+    "noise": {"episode_sigma": 0.05, "dimension_sigma": 0.05},
+}
+
+
+def canary_profile(profile: RunnerProfile) -> RunnerProfile:
+    """The profile both canary arms run under: one command and one environment.
+
+    The candidate uses the baseline's arm args (unless the profile declares its
+    own) and neither arm gets the evidence-eval treatment (home seed, env): the
+    implementation revision, passed through the episode's extra env, is the only
+    difference between the arms.
+    """
+    if profile.endpoint is not None:
+        # the arms differ by an implementation revision, which only the simulator has a
+        # knob for (PAIRLAB_SIM_EFFECTS); a real CLI has none yet
+        raise InvalidInputError(
+            f"profile '{profile.client}' runs against the provider emulator: canary trials "
+            "compare simulator revisions (use a simulator profile, e.g. sim)",
+            reason=ReasonCode.INVALID_PROFILE,
+        )
+    arm_args = dict(profile.arm_args)
+    if "candidate" not in arm_args and "baseline" in arm_args:
+        arm_args["candidate"] = list(arm_args["baseline"])
+    treatment = profile.treatment.model_copy(update={"home_seed": None, "env": {}})
+    return profile.model_copy(update={"arm_args": arm_args, "treatment": treatment})
+
+
+def new_trial_id() -> str:
+    return f"canary-{datetime.now(UTC):%Y%m%dT%H%M%SZ}-{secrets.token_hex(3)}"
+
+
+def arm_effects(params: CanaryTrialParams, arm: str) -> dict[str, Any]:
+    """The simulator configuration of one arm's revision (PAIRLAB_SIM_EFFECTS)."""
+    effects = params.baseline_effects if arm == "baseline" else params.candidate_effects
+    return {
+        **SIM_TRIAL_NOISE,
+        "quota": {
+            "five_hour_budget_tokens": params.sim_five_hour_budget_tokens,
+            "seven_day_budget_tokens": params.sim_seven_day_budget_tokens,
+        },
+        "arms": {arm: {"effects": dict(effects), "solve_p": params.sim_solve_p}},
+        "latency": {"ms_per_1k_tokens": params.sim_ms_per_1k_tokens},
+    }
+
+
+def _budget(params: CanaryTrialParams, profile: RunnerProfile, episodes: int) -> Budget:
+    total = episodes * params.estimated_tokens_per_episode
+    budgets: dict[str, int | None] = {"five-hour": None, "seven-day": None}
+    if profile.quota.probe == "sim":
+        budgets = {
+            "five-hour": params.sim_five_hour_budget_tokens,
+            "seven-day": params.sim_seven_day_budget_tokens,
+        }
+    return Budget(
+        episodes=episodes,
+        estimated_tokens_per_episode=params.estimated_tokens_per_episode,
+        estimated_tokens_total=total,
+        window_budget_tokens=budgets,
+        estimated_quota_percent={
+            w: (round(100.0 * total / b, 1) if b else None) for w, b in budgets.items()
+        },
+    )
+
+
+@task(name="freeze-manifest", cache_policy=NO_CACHE, persist_result=False)
+def freeze_manifest(
+    params: CanaryTrialParams,
+    trial_id: str,
+    suite: LoadedSuite,
+    profile: RunnerProfile,
+    schedule: Schedule,
+) -> TrialManifest:
+    # loom's artifact names claude or codex: refuse any other client before anything runs
+    provider = loom_provider(profile.usage.reader)
+    fixtures = []
+    for task_id in params.task_filter:
+        entry = suite.task(task_id)
+        fixtures.append(
+            FrozenFixture(
+                task_id=task_id,
+                fixture=entry.fixture,
+                fixture_digest=tree_digest(suite.fixture_path(entry)),
+                acceptance_contract_id=contract_digest(entry),
+                required_checks=[g.name for g in entry.graders],
+            )
+        )
+    image = profile.image or profile.client
+    environment = {
+        "profile": params.profile,
+        "image": image,
+        "backend": params.backend,
+        "client": profile.client,
+        "client_version": profile.version or "unknown",
+    }
+    sim = profile.quota.probe == "sim"
+    return TrialManifest(
+        trial_id=trial_id,
+        created_at=datetime.now(UTC),
+        intervention_id=params.intervention_id,
+        changed_dimensions=["implementation-revision"],
+        baseline=ArmRevision(
+            arm="baseline",
+            revision=params.baseline_revision,
+            sim_effects=arm_effects(params, "baseline") if sim else None,
+        ),
+        candidate=ArmRevision(
+            arm="candidate",
+            revision=params.candidate_revision,
+            sim_effects=arm_effects(params, "candidate") if sim else None,
+        ),
+        source_revision=source_revision(),
+        environment_id=to_identifier(
+            f"{image}:{params.backend}:{profile.client}-{environment['client_version']}"
+        ),
+        environment=environment,
+        fixtures=fixtures,
+        review_dimensions=list(params.review_dimensions),
+        assignments=[
+            Assignment(
+                provider=str(provider),
+                model=params.model or f"{profile.client}-default",
+                effort=params.effort,
+            )
+        ],
+        strata=list(params.strata),
+        strata_meaning={s: STRATA_MEANING[s] for s in params.strata},
+        repetitions=params.repetitions,
+        seed=params.seed,
+        quota_interval_s=params.quota_interval_s,
+        unrelated_concurrent_use=params.unrelated_concurrent_use,
+        budget=_budget(params, profile, len(schedule.entries)),
+        planned=[
+            PlannedRun(
+                episode_id=e.episode_id,
+                pair_id=e.pair_id,
+                task_id=e.task_id,
+                stratum=e.stratum or "",
+                repetition=e.repetition,
+                order=e.order,
+                arm=e.arm,
+            )
+            for e in schedule.entries
+        ],
+    )
+
+
+def frozen_manifest(
+    params: CanaryTrialParams,
+    trial_id: str,
+    run_dir: RunDir,
+    suite: LoadedSuite,
+    profile: RunnerProfile,
+    schedule: Schedule,
+) -> TrialManifest:
+    """The trial's manifest: the one frozen earlier (a resumed trial), else frozen now;
+    shown to the approver either way."""
+    existing = run_dir.path / TRIALS / "manifest.json"
+    if existing.is_file():
+        manifest = TrialManifest.model_validate_json(existing.read_bytes())
+    else:
+        manifest = freeze_manifest(params, trial_id, suite, profile, schedule)
+        run_dir.write_json(f"{TRIALS}/manifest.json", manifest.model_dump(mode="json"))
+    deadline = datetime.now(UTC) + timedelta(seconds=params.approval_timeout_s)
+    waiting = f"awaiting approval until {deadline:%Y-%m-%d %H:%M:%S} UTC (then not run)"
+    show_manifest(
+        trial_id, manifest_markdown(manifest, heading=waiting), f"canary manifest — {waiting}"
+    )
+    return manifest
+
+
+def show_manifest(trial_id: str, markdown: str, description: str) -> None:
+    """The run's one manifest artifact, created once and then updated in place (waiting,
+    decided, published), so the run's Artifacts tab never shows a stale version; a
+    suspended trial that runs again finds and updates its own."""
+    from uuid import UUID
+
+    from prefect.client.orchestration import get_client
+    from prefect.client.schemas.actions import ArtifactUpdate
+    from prefect.client.schemas.filters import (
+        ArtifactFilter,
+        ArtifactFilterFlowRunId,
+        ArtifactFilterKey,
+    )
+    from prefect.runtime import flow_run
+
+    key = artifact_key("canary-manifest", trial_id)
+    run_id = flow_run.get_id()
+    if run_id is not None:
+        with get_client(sync_client=True) as client:
+            found = client.read_artifacts(
+                artifact_filter=ArtifactFilter(
+                    key=ArtifactFilterKey(any_=[key]),
+                    flow_run_id=ArtifactFilterFlowRunId(any_=[UUID(run_id)]),
+                )
+            )
+            if found:
+                client.update_artifact(
+                    found[0].id, ArtifactUpdate(data=markdown, description=description)
+                )
+                return
+    create_markdown_artifact(key=key, markdown=markdown, description=description)
+
+
+def budget_lines(budget: Budget, sim: bool) -> list[str]:
+    """Per quota window: the trial's expected share of it and of what remains, with a
+    warning where it would not fit (the simulator's trial account is fresh: all of
+    each window remains; a real account's remaining window is not known beforehand)."""
+    lines = [
+        f"Expected budget: {budget.episodes} episodes × ~{budget.estimated_tokens_per_episode:,} "
+        f"tokens = ~{budget.estimated_tokens_total:,} tokens.",
+        "",
+    ]
+    for window, share in budget.estimated_quota_percent.items():
+        size = budget.window_budget_tokens.get(window)
+        if share is None or size is None:
+            lines.append(
+                f"- {window} window: size unknown — the share of the window cannot be checked"
+            )
+            continue
+        remaining = 100.0 if sim else None
+        line = f"- {window} window ({size:,} tokens): **{share:g}%** of the window"
+        if remaining is not None:
+            line += f", {remaining:g}% remaining (fresh trial account)"
+            if share > remaining:
+                line += (
+                    f" — **WARNING: exceeds the remaining window by {share - remaining:.1f} "
+                    "points; the trial would exhaust it**"
+                )
+        lines.append(line)
+    return lines
+
+
+def _assignment(a: Assignment) -> str:
+    return f"{a.provider}/{a.model}/{a.effort or '-'}"
+
+
+def manifest_markdown(manifest: TrialManifest, heading: str = "awaiting approval") -> str:
+    b = manifest.budget
+    lines = [
+        f"# Canary trial `{manifest.trial_id}` — {heading}",
+        "",
+        f"Intervention **{manifest.intervention_id}** (changes: {', '.join(manifest.changed_dimensions)}): "
+        f"`{manifest.baseline.revision}` → `{manifest.candidate.revision}`",
+        "",
+        "| frozen | value |",
+        "| --- | --- |",
+        f"| source revision | `{manifest.source_revision}` |",
+        f"| environment | `{manifest.environment_id}` |",
+        f"| assignments | {', '.join(_assignment(a) for a in manifest.assignments)} |",
+        f"| review dimensions | {', '.join(manifest.review_dimensions)} |",
+        f"| strata | {', '.join(f'{k}: {v}' for k, v in manifest.strata_meaning.items())} |",
+        f"| repetitions | {manifest.repetitions} per task and stratum, AB/BA alternating (seed {manifest.seed}) |",
+        f"| quota interval | {manifest.quota_interval_s:g} s per run, starting on a whole second |",
+        f"| unrelated concurrent use | {manifest.unrelated_concurrent_use} |",
+        "",
+        "| task | fixture | fixture digest | acceptance contract | required checks |",
+        "| --- | --- | --- | --- | --- |",
+    ]
+    for f in manifest.fixtures:
+        lines.append(
+            f"| {f.task_id} | {f.fixture} | `{f.fixture_digest[:19]}…` | "
+            f"`{f.acceptance_contract_id[:19]}…` | {', '.join(f.required_checks)} |"
+        )
+    lines += ["", "## Expected budget", ""]
+    lines += budget_lines(b, sim=manifest.baseline.sim_effects is not None)
+    if manifest.approval is not None:
+        lines += ["", "## Decision", "", approval_line(manifest.approval)]
+    lines += [
+        "",
+        "## Planned episodes (in order)",
+        "",
+        "| # | stratum | task | repetition | order | arm |",
+        "| --- | --- | --- | --- | --- | --- |",
+    ]
+    for i, p in enumerate(manifest.planned, 1):
+        lines.append(f"| {i} | {p.stratum} | {p.task_id} | {p.repetition} | {p.order} | {p.arm} |")
+    if manifest.approval is None:
+        lines += [
+            "",
+            "Resume the run with approve, approver and budget acknowledgement to start it.",
+        ]
+    return "\n".join(lines) + "\n"
+
+
+def approval_line(approval: dict[str, Any]) -> str:
+    """``approved by ops-carol at 2026-…: looks fine (budget acknowledged)``."""
+    outcome = approval.get("outcome")
+    if outcome == "timeout":
+        return f"not approved within {approval.get('timeout_s')} s (decided {approval.get('decided_at')})"
+    ack = (
+        "budget acknowledged" if approval.get("budget_acknowledged") else "budget NOT acknowledged"
+    )
+    return (
+        f"{outcome} by {approval.get('approver')} at {approval.get('decided_at')}: "
+        f"{approval.get('note') or 'no note'} ({ack})"
+    )

@@ -1,0 +1,245 @@
+"""Running an approved canary (DESIGN 9, step 3): one run per scheduled quota interval.
+
+The cold and warm strata (never combined) run with baseline/candidate
+alternating AB/BA per repetition, one episode at a time on the trial's account.
+Each run owns an interval of exactly ``quota_interval_s`` whole seconds that
+starts on a whole second: "before" snapshot, run, collect and grade, write the
+notification, wait for the interval's end, "after" snapshot. loom's artifact
+times quota observations in whole epoch seconds, so both arms' intervals then
+have equal durations; a run that outlasts its interval is recorded as an
+overrun and its interval is honestly longer (inconclusive, never stretched).
+
+Warm start, for the simulator: the episode's graph dir starts pre-seeded with a
+warm-start file (local backend) and ``PAIRLAB_STRATUM=warm`` is set (every
+backend); the simulator's token draws do not read the graph, so the strata
+differ in state, not in expected tokens. A real client's warm stratum is the
+same hook: state present before the run.
+
+Each run's evidence is written before its episode record, so a resumed trial
+skips the runs that finished and never runs one twice.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import time
+from pathlib import Path
+from typing import Any, Final
+
+from flows.canary.manifest import TRIALS, arm_effects
+from flows.params import CanaryTrialParams
+from pairlab.adapters.backends.base import ExecutionBackend
+from pairlab.adapters.backends.factory import make_backend
+from pairlab.adapters.episode.build import episode_record, episode_spec
+from pairlab.adapters.episode.io import assess_concurrent_use, concurrency_mark
+from pairlab.adapters.run.directory import RunDir, safe_name
+from pairlab.adapters.run.trial_inputs import open_sim_account
+from pairlab.core.canary import CheckResult, RunEvidence
+from pairlab.core.schedule import PlannedEpisode, Schedule
+from pairlab.core.schemas.catalog import LoadedSuite
+from pairlab.core.schemas.profile import RunnerProfile
+from tasks.args import quoted
+from tasks.episode import (
+    collect_and_grade,
+    prepare_episode,
+    quota_snapshot,
+    record_episode,
+    run_episode,
+    teardown_episode,
+)
+
+WARM_SEED_FILE: Final = "pairlab-warm-start.json"
+
+
+def _seed_warm(prepared: Any, planned: PlannedEpisode) -> None:
+    graph = Path(prepared.mounts["graph"])
+    if prepared.backend == "local" and graph.is_dir():
+        payload = {"stratum": "warm", "task_id": planned.task_id, "findings": []}
+        (graph / WARM_SEED_FILE).write_text(json.dumps(payload) + "\n", encoding="utf-8")
+
+
+def _wait_until(deadline: float) -> None:
+    while (left := deadline - time.time()) > 0:
+        time.sleep(min(left, 0.5))
+
+
+def evidence_name(episode_id: str) -> str:
+    return f"{TRIALS}/evidence/{safe_name(episode_id)}.json"
+
+
+def load_evidence(run_dir: RunDir, episode_id: str) -> RunEvidence | None:
+    path = run_dir.path / evidence_name(episode_id)
+    if not path.is_file():
+        return None
+    return RunEvidence.model_validate_json(path.read_bytes())
+
+
+def run_canary_episode(
+    planned: PlannedEpisode,
+    *,
+    params: CanaryTrialParams,
+    suite: LoadedSuite,
+    profile: RunnerProfile,
+    backend: ExecutionBackend,
+    run_dir: RunDir,
+    account_dir: Path | None,
+) -> RunEvidence:
+    """One run inside its scheduled quota interval; returns its evidence (persisted)."""
+    entry = suite.task(planned.task_id)
+    stratum = planned.stratum or "cold"
+    extra_env = {"PAIRLAB_STRATUM": stratum}
+    if profile.quota.probe == "sim":
+        extra_env["PAIRLAB_SIM_EFFECTS"] = json.dumps(arm_effects(params, planned.arm))
+    spec = episode_spec(
+        planned,
+        run_id=run_dir.run_id,
+        suite=suite,
+        entry=entry,
+        profile=profile,
+        model=params.model,
+        seed=params.seed,
+        keep_workspace=params.keep_workspaces,
+        account_dir=account_dir,
+        extra_env=extra_env,
+    )
+    episode_dir = run_dir.episode_dir(planned.episode_id)
+    prepared = prepare_episode(backend, spec)
+    try:
+        if stratum == "warm":
+            _seed_warm(prepared, planned)
+        _wait_until(math.ceil(time.time()))  # the interval starts on a whole second
+        mark_start = concurrency_mark(profile, account_dir)
+        before = quota_snapshot(profile, account_dir)
+        started = min((o.observed_at.timestamp() for o in before), default=time.time())
+        outcome = run_episode(backend, prepared)
+        collected = collect_and_grade(
+            quoted(backend),
+            quoted(prepared),
+            profile=quoted(profile),
+            task_entry=quoted(entry),
+            outcome=quoted(outcome),
+            episode_dir=episode_dir,
+        )
+        usage, ledger, checks = collected.usage, collected.ledger, collected.checks
+        # Notification: the run's outcome is persisted where the operator reads it.
+        notice = {
+            "episode_id": planned.episode_id,
+            "arm": planned.arm,
+            "exit_code": outcome.exit_code,
+            "checks": {c.name: c.passed for c in checks},
+        }
+        run_dir.write_json(f"{TRIALS}/notifications/{safe_name(planned.episode_id)}.json", notice)
+        notified = time.time()
+        # Notification latency: from the start of the run until the operator can read its
+        # outcome (the agent's work plus collection and grading), never shorter than the run.
+        notification_ms = (
+            max((notified - outcome.started_at.timestamp()) * 1000.0, 0.0)
+            if outcome.started_at is not None
+            else None
+        )
+        deadline = math.floor(started) + params.quota_interval_s
+        overrun = time.time() > deadline
+        _wait_until(deadline)
+        after = quota_snapshot(profile, account_dir)
+        mark_end = concurrency_mark(profile, account_dir)
+    finally:
+        teardown_episode(backend, prepared)
+    record = episode_record(
+        planned,
+        run_id=run_dir.run_id,
+        stratum=stratum,
+        suite=suite,
+        entry=entry,
+        profile=profile,
+        backend_name=backend.name,
+        requested_model=params.model,
+        outcome=outcome,
+        usage=usage,
+        checks=checks,
+        quota_before=before,
+        quota_after=after,
+        ledger=ledger,
+        include_transcript=False,
+        # the account's charge log decides (simulator), else the operator's assertion
+        concurrent_use=assess_concurrent_use(
+            profile,
+            account_dir,
+            (mark_start, mark_end),
+            {planned.episode_id},
+            params.unrelated_concurrent_use,
+        ),
+    )
+    evidence = RunEvidence(
+        episode_id=planned.episode_id,
+        pair_id=planned.pair_id,
+        task_id=planned.task_id,
+        stratum=stratum,
+        repetition=planned.repetition,
+        order=planned.order,
+        arm=planned.arm,
+        exit_code=outcome.exit_code,
+        timed_out=outcome.timed_out,
+        checks=[CheckResult(name=c.name, passed=c.passed) for c in checks],
+        observed_model=usage.primary_model,
+        usage=usage.vector,
+        usage_provenance=usage.provenance_counts(),
+        critical_path_ms=outcome.latency_ms,
+        notification_ms=notification_ms,
+        quota_before=before,
+        quota_after=after,
+        interval_scheduled_s=params.quota_interval_s,
+        interval_overrun=overrun,
+    )
+    # The evidence is written first: a record without evidence would be skipped on resume.
+    run_dir.write_json(evidence_name(planned.episode_id), evidence.model_dump(mode="json"))
+    record_episode(run_dir, record)
+    return evidence
+
+
+def trial_account(params: CanaryTrialParams, profile: RunnerProfile, trial_id: str) -> Path | None:
+    """The simulator's private account for this trial (opened once); None for real clients."""
+    if profile.quota.probe != "sim":
+        return None
+    account_dir = (Path(params.work_dir) / "sim-accounts" / trial_id).resolve()
+    if not (account_dir / "quota.json").exists():
+        open_sim_account(
+            account_dir,
+            {
+                "five-hour": params.sim_five_hour_budget_tokens,
+                "seven-day": params.sim_seven_day_budget_tokens,
+            },
+        )
+    return account_dir
+
+
+def run_trial(
+    params: CanaryTrialParams,
+    trial_id: str,
+    schedule: Schedule,
+    suite: LoadedSuite,
+    profile: RunnerProfile,
+    run_dir: RunDir,
+) -> list[RunEvidence]:
+    """Every planned run, strictly one after another (one quota interval at a time);
+    runs whose evidence exists (a resumed trial) are not run again."""
+    run_dir.ensure()
+    account_dir = trial_account(params, profile, trial_id)
+    backend = make_backend(params.backend, run_id=trial_id)
+    evidence: list[RunEvidence] = []
+    for planned in schedule.entries:
+        done = load_evidence(run_dir, planned.episode_id)
+        if done is None:
+            done = run_canary_episode(
+                planned,
+                params=params,
+                suite=suite,
+                profile=profile,
+                backend=backend,
+                run_dir=run_dir,
+                account_dir=account_dir,
+            )
+        evidence.append(done)
+    records = run_dir.completed()
+    run_dir.write_episodes_jsonl(records.values(), [e.episode_id for e in schedule.entries])
+    return evidence

@@ -1,0 +1,132 @@
+"""The canary-trial flow (DESIGN 9): freeze, pause for approval, run interleaved, judge, publish.
+
+1. Freeze the trial manifest and show it with the expected budget
+   (flows/canary/manifest.py).
+2. Pause for a typed approval; nothing runs before it, and a rejection or a
+   timeout ends the trial with zero episodes in a Cancelled state that says why
+   (flows/canary/approval.py).
+3. Run the cold and warm strata, AB/BA per repetition, one run per scheduled
+   whole-second quota interval (flows/canary/running.py).
+4. Write loom's version-1 comparison artifact and judge it with the engine of
+   ``pairlab compare`` (flows/canary/judging.py).
+5. Write report.md and publish the run with its approval record
+   (flows/canary/publishing.py).
+
+The evaluator never kills, switches or rolls back anything; it reports.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from prefect import State, flow, get_run_logger
+from prefect.states import Cancelled
+
+from flows.canary.approval import decide, decision_heading, not_run
+from flows.canary.judging import judge_trial, verdict_summary
+from flows.canary.manifest import (
+    approval_line,
+    budget_lines,
+    canary_profile,
+    frozen_manifest,
+    manifest_markdown,
+    new_trial_id,
+    show_manifest,
+)
+from flows.canary.publishing import publish_trial
+from flows.canary.running import run_trial
+from flows.params import CanaryTrialParams
+from flows.run_ui import name_flow_run
+from pairlab.adapters.episode.io import load_eval_inputs
+from pairlab.adapters.run.directory import RunDir
+from pairlab.core.schedule import plan_canary
+
+
+def stable_trial_id() -> str:
+    """A new trial's id; inside a flow run, derived from it (a suspended trial runs its
+    flow again from the top once approved and must find the same trial)."""
+    from prefect.runtime import flow_run
+
+    run_id = flow_run.get_id()
+    if run_id is None:
+        return new_trial_id()
+    start = flow_run.get_scheduled_start_time()
+    return f"canary-{start:%Y%m%dT%H%M%SZ}-{str(run_id).replace('-', '')[:6]}"
+
+
+@flow(name="canary-trial", validate_parameters=True, log_prints=False)
+def canary_trial(params: CanaryTrialParams) -> dict[str, Any] | State[Any]:
+    """Freeze a paired canary, wait for explicit approval, run it interleaved and judge it."""
+    logger = get_run_logger()
+    trial_id = params.run_id or stable_trial_id()
+    name_flow_run(trial_id)
+    suite, profile = load_eval_inputs(params.suite, params.profile)
+    profile = canary_profile(profile)
+    schedule = plan_canary(
+        params.task_filter, params.repetitions, params.seed, trial_id, params.strata
+    )
+    run_dir = RunDir(Path(params.work_dir), trial_id)
+    manifest = frozen_manifest(params, trial_id, run_dir, suite, profile, schedule)
+    logger.info(
+        "trial %s frozen (%d episodes); waiting for approval; %s",
+        trial_id,
+        len(manifest.planned),
+        " ".join(
+            line.removeprefix("- ").replace("**", "")
+            for line in budget_lines(manifest.budget, sim=manifest.baseline.sim_effects is not None)
+            if line
+        ),
+    )
+
+    approval = decide(params, run_dir, manifest)
+    if not approval["approved"]:
+        result = not_run(trial_id, approval, params)
+        logger.info("trial %s not run: %s", trial_id, result["reason"])
+        # a distinct final state: nothing ran, and its message says why
+        return Cancelled(message=f"trial not run: {result['reason']}", data=result)
+    logger.info("trial %s %s", trial_id, approval_line(approval))
+    manifest = manifest.model_copy(update={"approval": approval})
+
+    evidence = run_trial(params, trial_id, schedule, suite, profile, run_dir)
+    report = judge_trial(run_dir, trial_id, manifest, evidence)
+    published = publish_trial(params, run_dir, manifest, approval, evidence, report)
+    show_manifest(
+        trial_id,
+        manifest_markdown(
+            manifest, heading=f"verdict {report.verdict}, {decision_heading(approval, params)}"
+        ),
+        f"canary manifest — published to {published['published']['location']}",
+    )
+    logger.info(
+        "trial %s: verdict %s (exit %s); published to %s",
+        trial_id,
+        report.verdict,
+        report.exit_code,
+        published["published"]["location"],
+    )
+    return {
+        "trial_id": trial_id,
+        "outcome": "completed",
+        "episodes": len(evidence),
+        **verdict_summary(report),
+        **published,
+        "staging": str(run_dir.path),
+    }
+
+
+def deployment() -> Any:
+    """The `canary-trial` deployment: small simulator trial; its schedule starts inactive."""
+    from prefect.schedules import Cron
+
+    defaults = CanaryTrialParams(unrelated_concurrent_use=False)
+    return canary_trial.to_deployment(
+        name="canary-trial",
+        parameters={"params": defaults.model_dump(mode="json")},
+        description=(
+            "Paired baseline/candidate canary (simulator: 2 tasks x cold/warm x 2 repetitions). "
+            "Pauses for explicit approval before anything runs."
+        ),
+        tags=["pairlab", "canary"],
+        schedules=[Cron("0 6 * * 1", timezone="UTC", active=False)],
+    )

@@ -1,0 +1,73 @@
+"""The ``run-pair`` flow: one pair of an eval run, on whichever worker picks it up.
+
+Deployed to a work pool (infra/prefect.yaml) and started by the evidence-eval
+flow in ``dispatch.mode="work-pool"`` (flows/evidence/dispatch.py). It runs the pair's
+episodes in planned order with the same ``run-pair`` task the in-process mode
+uses, skipping episodes already persisted in the shared run directory, so a
+re-dispatched pair resumes where the crashed attempt stopped. A profile that runs
+against the provider emulator gets the worker's own emulator for the pair (its quota
+account is the pair's: concurrent use is judged per worker).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from prefect import flow, get_run_logger
+
+from flows.evidence.dispatch import PAIR_FLOW_NAME, RunPairRequest
+from flows.evidence_eval import run_pair
+from pairlab.adapters.backends.factory import make_backend
+from pairlab.adapters.episode.io import load_eval_inputs, sim_account_dir
+from pairlab.adapters.run.directory import RunDir
+from pairlab.adapters.run.provider import open_run_endpoint
+from pairlab.core.schemas.episode import EpisodeRecord
+
+
+@flow(name=PAIR_FLOW_NAME, validate_parameters=True, log_prints=False)
+def run_pair_flow(request: RunPairRequest) -> list[str]:
+    """Run the episodes of one pair in planned order; return their episode ids."""
+    params = request.params
+    work_dir = Path(params.work_dir)
+    suite, profile = load_eval_inputs(params.suite, params.profile)
+    run_dir = RunDir(work_dir, request.run_id).ensure()
+    done: dict[str, EpisodeRecord] = {}
+    for planned in request.pair:
+        if (record := run_dir.load_record(planned.episode_id)) is not None:
+            done[planned.episode_id] = record
+    get_run_logger().info(
+        "pair %s: %d episodes, %d already recorded",
+        request.pair[0].pair_id,
+        len(request.pair),
+        len(done),
+    )
+    # a profile against the provider emulator: this worker's own emulator (and run network)
+    endpoint = (
+        open_run_endpoint(
+            profile,
+            run_id=request.run_id,
+            backend_name=params.backend,
+            ledger_dir=run_dir.path / "emulator",
+            settings=params.emulator,
+        )
+        if profile.endpoint == "emulator"
+        else None
+    )
+    try:
+        records = run_pair(
+            request.pair,
+            params=params,
+            suite=suite,
+            profile=endpoint.profile if endpoint else profile,
+            backend=endpoint.backend
+            if endpoint
+            else make_backend(params.backend, run_id=request.run_id),
+            run_dir=run_dir,
+            account_dir=sim_account_dir(work_dir, profile),
+            done=done,
+            endpoint=endpoint,
+        )
+    finally:
+        if endpoint is not None:
+            endpoint.close()
+    return [r.episode_id for r in records]

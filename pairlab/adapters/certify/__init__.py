@@ -1,0 +1,7 @@
+"""The certify wing: proof that baseline isolation holds.
+
+``report`` (the report types both certifiers build), ``sim`` (certification against the
+simulated client, and the dispatch to ``live``), ``sim_probe`` (the simulator's isolation
+probe), ``live`` (the real CLIs: flag ablations, the planted item x arm matrix),
+``planted_config`` and ``planted_mcp_server`` (what is planted).
+"""

@@ -1,0 +1,253 @@
+"""The full user and project configuration ``pairlab certify`` plants for a real CLI.
+
+Every item a Claude Code or Codex user could have installed is planted once, in the
+place the CLI reads it from: the **user's** config in a stand-in for the host HOME
+(whose variables the backend is given as the host environment: a fresh episode HOME
+must hide all of it) and the **project's** config in the workspace (which travels
+with the repository: only the CLI's flags can keep it out). Each item carries a
+side effect that shows whether the CLI loaded it:
+
+* ``marker`` -- a hook or an MCP server that runs creates
+  ``$PAIRLAB_STATE_DIR/pairlab-planted/<slug>`` (collected with the episode);
+* ``text`` -- the string ``pairlab-planted:<slug>`` reaches a model request (memory
+  files, rules, skills, commands, agents, instructions, a rule's refusal message);
+* ``mcp`` -- the MCP server ``pairlab-planted-<slug>`` is offered to the model
+  (its tools in a Claude request, a source of Codex's tool search).
+
+:func:`plant` writes them and returns the items; :mod:`certify_live` reads the
+evidence back from the emulator's request log and the collected state dir.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Final, Literal
+
+from pairlab.adapters.certify import planted_mcp_server
+
+MARKER_DIR: Final = "pairlab-planted"  # under the episode's state dir
+TEXT_PREFIX: Final = "pairlab-planted:"
+SERVER_PREFIX: Final = "pairlab-planted-"
+SCRIPT_DIR: Final = ".pairlab-planted"  # next to the planted configs (HOME, workspace)
+SCRIPT_NAME: Final = "planted_mcp_server.py"
+HOOK_EVENTS: Final = ("SessionStart", "UserPromptSubmit", "PreToolUse", "Stop")
+
+Scope = Literal["user", "project"]
+Evidence = Literal["marker", "text", "mcp"]
+
+
+@dataclass(frozen=True)
+class PlantedItem:
+    slug: str
+    scope: Scope
+    path: str  # relative to the host HOME (user) or the workspace (project)
+    what: str
+    evidence: tuple[Evidence, ...]
+
+    @property
+    def text(self) -> str:
+        return f"{TEXT_PREFIX}{self.slug}"
+
+    @property
+    def server(self) -> str:
+        return f"{SERVER_PREFIX}{self.slug}"
+
+
+def _write(path: Path, text: str) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text, encoding="utf-8")
+
+
+def _hook_command(slug: str) -> str:
+    marker = f'"${{PAIRLAB_STATE_DIR:?}}/{MARKER_DIR}"'
+    return f"mkdir -p {marker} && touch {marker}/{slug}"
+
+
+def _hooks(slug: str) -> dict[str, object]:
+    entry = [{"hooks": [{"type": "command", "command": _hook_command(slug)}]}]
+    return {"hooks": {event: entry for event in HOOK_EVENTS}}
+
+
+def _server_argv(scope: Scope, home: Path, slug: str) -> list[str]:
+    """How a planted config starts the planted server (the workspace path differs per
+    backend, so project configs find it through the episode's own variable)."""
+    if scope == "user":
+        return ["python3", str(home / SCRIPT_DIR / SCRIPT_NAME), slug]
+    script = f'"$PAIRLAB_WORKSPACE_ROOT/{SCRIPT_DIR}/{SCRIPT_NAME}"'
+    return ["sh", "-c", f"exec python3 {script} {slug}"]
+
+
+def _skill(slug: str) -> str:
+    return (
+        f"---\nname: {SERVER_PREFIX}{slug}\ndescription: {TEXT_PREFIX}{slug} "
+        "(a planted skill)\n---\nPlanted by pairlab certify.\n"
+    )
+
+
+def _markdown(slug: str, kind: str) -> str:
+    return f"---\ndescription: {TEXT_PREFIX}{slug} (a planted {kind})\n---\n{TEXT_PREFIX}{slug}\n"
+
+
+def _rule(slug: str) -> str:
+    return _markdown(slug, "rule")
+
+
+def _command(slug: str) -> str:
+    return _markdown(slug, "command")
+
+
+class _Planter:
+    def __init__(self, home: Path, workspace: Path) -> None:
+        self.home, self.workspace = home, workspace
+        self.items: list[PlantedItem] = []
+
+    def root(self, scope: Scope) -> Path:
+        return self.home if scope == "user" else self.workspace
+
+    def add(
+        self, scope: Scope, slug: str, path: str, what: str, *evidence: Evidence
+    ) -> PlantedItem:
+        item = PlantedItem(f"{scope}-{slug}", scope, path, what, tuple(evidence))
+        self.items.append(item)
+        return item
+
+    def text(
+        self, scope: Scope, slug: str, path: str, what: str, body: Callable[[str], str]
+    ) -> None:
+        item = self.add(scope, slug, path, what, "text")
+        _write(self.root(scope) / path, body(item.slug))
+
+    def hooks(self, scope: Scope, slug: str, path: str, what: str) -> None:
+        item = self.add(scope, slug, path, what, "marker")
+        _write(self.root(scope) / path, json.dumps(_hooks(item.slug), indent=2))
+
+    def claude_mcp(self, scope: Scope, slug: str, path: str, what: str) -> None:
+        item = self.add(scope, slug, path, what, "marker", "mcp")
+        command, *args = _server_argv(scope, self.home, item.slug)
+        server = {"type": "stdio", "command": command, "args": args}
+        _write(self.root(scope) / path, json.dumps({"mcpServers": {item.server: server}}, indent=2))
+
+    def codex_config(self, scope: Scope, path: str, *, instructions: bool) -> None:
+        """config.toml: an MCP server, and developer instructions (a second item). Only one
+        layer gets instructions: the workspace's value would shadow the user's."""
+        server = self.add(scope, "config-mcp-server", path, "[mcp_servers.*]", "marker", "mcp")
+        toml = ""
+        if instructions:
+            notes = self.add(scope, "config-instructions", path, "developer_instructions", "text")
+            toml = f"developer_instructions = {json.dumps(notes.text)}\n\n"
+        command, *args = _server_argv(scope, self.home, server.slug)
+        toml += (
+            f"[mcp_servers.{server.server}]\n"
+            f"command = {json.dumps(command)}\n"
+            f"args = {json.dumps(args)}\n"
+            'env_vars = ["PAIRLAB_STATE_DIR", "PAIRLAB_WORKSPACE_ROOT"]\n'
+        )
+        _write(self.root(scope) / path, toml)
+
+    def codex_rules(self, scope: Scope, path: str, command: str) -> None:
+        item = self.add(scope, "rules", path, f"execpolicy forbidding `{command}`", "text")
+        rule = (
+            f'prefix_rule(pattern = ["{command}"], decision = "forbidden", '
+            f"justification = {json.dumps(item.text)})\n"
+        )
+        _write(self.root(scope) / path, rule)
+
+    def scripts(self) -> None:
+        source = Path(planted_mcp_server.__file__)
+        for root in (self.home, self.workspace):
+            (root / SCRIPT_DIR).mkdir(parents=True, exist_ok=True)
+            shutil.copyfile(source, root / SCRIPT_DIR / SCRIPT_NAME)
+
+
+def _agent(slug: str) -> str:
+    return (
+        f"---\nname: {SERVER_PREFIX}{slug}\ndescription: {TEXT_PREFIX}{slug} "
+        f"(a planted subagent)\n---\n{TEXT_PREFIX}{slug}\n"
+    )
+
+
+def _memory(slug: str) -> str:
+    return f"{TEXT_PREFIX}{slug}\n"
+
+
+def _plant_claude(p: _Planter) -> None:
+    scope: Scope
+    for scope in ("user", "project"):
+        p.hooks(
+            scope, "settings-hooks", ".claude/settings.json", f"hooks ({', '.join(HOOK_EVENTS)})"
+        )
+        # distinct names per scope: a project item of the same name would shadow the user's
+        name = f"pairlab-planted-{scope}"
+        p.text(scope, "rules", f".claude/rules/{name}-rule.md", "rule file", _rule)
+        p.text(scope, "skill", f".claude/skills/{name}-skill/SKILL.md", "skill", _skill)
+        p.text(scope, "command", f".claude/commands/{name}-command.md", "slash command", _command)
+        p.text(scope, "agent", f".claude/agents/{name}-agent.md", "subagent", _agent)
+    p.text("user", "claude-md", ".claude/CLAUDE.md", "user memory (CLAUDE.md)", _memory)
+    p.claude_mcp(
+        "user",
+        "config-dir-mcp",
+        ".claude/.claude.json",
+        "MCP server ($CLAUDE_CONFIG_DIR/.claude.json)",
+    )
+    p.hooks(
+        "project", "local-settings-hooks", ".claude/settings.local.json", "local settings hooks"
+    )
+    p.claude_mcp("project", "mcp-json", ".mcp.json", "project MCP server (.mcp.json)")
+    p.text("project", "claude-md", "CLAUDE.md", "project memory (CLAUDE.md)", _memory)
+    p.text(
+        "project", "local-claude-md", "CLAUDE.local.md", "local memory (CLAUDE.local.md)", _memory
+    )
+
+
+def _plant_codex(p: _Planter) -> None:
+    p.codex_config("user", ".codex/config.toml", instructions=False)
+    p.text("user", "agents-md", ".codex/AGENTS.md", "AGENTS.md ($CODEX_HOME)", _memory)
+    p.text("user", "skill", ".codex/skills/pairlab-planted-user-skill/SKILL.md", "skill", _skill)
+    p.text(
+        "user",
+        "agents-skill",
+        ".agents/skills/pairlab-planted-user-skill/SKILL.md",
+        "user skill",
+        _skill,
+    )
+    # the compile check every arm runs (certify's seed) -- forbidden if the rule loads
+    p.codex_rules("user", ".codex/rules/pairlab-planted.rules", "python3")
+    p.hooks("user", "hooks-json", ".codex/hooks.json", f"hooks.json ({', '.join(HOOK_EVENTS)})")
+    p.codex_config("project", ".codex/config.toml", instructions=True)
+    p.text("project", "agents-md", "AGENTS.md", "project doc (AGENTS.md)", _memory)
+    p.codex_rules("project", ".codex/rules/pairlab-planted.rules", "ls")
+    p.hooks("project", "hooks-json", ".codex/hooks.json", f"hooks.json ({', '.join(HOOK_EVENTS)})")
+    p.text(
+        "project",
+        "agents-skill",
+        ".agents/skills/pairlab-planted-project-skill/SKILL.md",
+        "skill",
+        _skill,
+    )
+    p.text(
+        "project",
+        "codex-skill",
+        ".codex/skills/pairlab-planted-project-skill/SKILL.md",
+        "skill",
+        _skill,
+    )
+
+
+def plant(client: str, home: Path, workspace: Path) -> list[PlantedItem]:
+    """Plant ``client``'s full user config into ``home`` and project config into ``workspace``."""
+    planter = _Planter(home, workspace)
+    planter.scripts()
+    if client == "claude":
+        _plant_claude(planter)
+    elif client == "codex":
+        _plant_codex(planter)
+    else:
+        raise ValueError(f"no planted config for client '{client}'")
+    return planter.items
+
+
+__all__ = ["MARKER_DIR", "PlantedItem", "plant"]

@@ -1,0 +1,193 @@
+"""The episode-side glue the flow needs: inputs, quota, usage, ledger, final answer.
+
+Each function does one I/O step for an episode and returns plain values; the
+Prefect tasks wrap them. Probes and readers fail soft: a missing measurement
+becomes ``None``/unknown, never 0.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import functools
+import re
+from collections.abc import Collection
+from dataclasses import dataclass, field
+from datetime import datetime
+from pathlib import Path
+
+from pairlab.adapters.backends.base import CollectedFiles
+from pairlab.adapters.paths import catalog_dir
+from pairlab.adapters.profiles import load_named_profile
+from pairlab.core.accounting.ledger_rules import LEDGER_ROWS_FILE
+from pairlab.core.prices import PriceCatalog
+from pairlab.core.quota.consumption import UNKNOWN_CONCURRENT_USE, ConcurrentUse
+from pairlab.core.schemas.catalog import LoadedSuite, load_suite
+from pairlab.core.schemas.profile import RunnerProfile
+from pairlab.core.schemas.quota import QuotaObservation
+from pairlab.core.schemas.usage import UsageVector
+
+FINAL_ANSWER = re.compile(r"^FINAL ANSWER:\s?(.*)$", re.MULTILINE)
+
+
+def load_eval_inputs(suite_id: str, profile_name: str) -> tuple[LoadedSuite, RunnerProfile]:
+    return load_suite(catalog_dir(), suite_id), load_named_profile(profile_name)
+
+
+def sim_account_dir(work_dir: Path, profile: RunnerProfile) -> Path | None:
+    """The simulated subscription account shared by the episodes (sim quota probe only)."""
+    if profile.quota.probe != "sim":
+        return None
+    path = (work_dir / "sim-account").resolve()
+    path.mkdir(parents=True, exist_ok=True)
+    return path
+
+
+def snapshot_quota(profile: RunnerProfile, account_dir: Path | None) -> list[QuotaObservation]:
+    from pairlab.adapters.quota import make_probe
+
+    options: dict[str, object] = dict(profile.quota.options)
+    if account_dir is not None:
+        options.setdefault("account_dir", str(account_dir))
+    return make_probe(profile.quota.probe, **options).snapshot()
+
+
+def concurrency_mark(profile: RunnerProfile, account_dir: Path | None) -> int | None:
+    """Where the account keeps a charge log (the simulator's, the provider emulator's), its
+    counter now; else None."""
+    if profile.quota.charge_log_url is not None:
+        from pairlab.adapters.quota.emulator_account import charge_mark as emulator_mark
+
+        return emulator_mark(profile.quota.charge_log_url)
+    if profile.quota.probe != "sim" or account_dir is None:
+        return None
+    from pairlab.adapters.quota.sim_account import charge_mark
+
+    return charge_mark(account_dir)
+
+
+def assess_concurrent_use(
+    profile: RunnerProfile,
+    account_dir: Path | None,
+    marks: tuple[int | None, int | None],
+    own_episode_ids: Collection[str],
+    asserted: bool | None,
+) -> ConcurrentUse:
+    """Did anything else consume the account between the two marks?
+
+    The simulator's or the provider emulator's account: its charge log decides (ground
+    truth; the operator's assertion is not needed). Any other account: the operator's
+    assertion from the run parameters, unknown when there is none."""
+    if profile.quota.charge_log_url is not None:
+        from pairlab.adapters.quota.emulator_account import assess_from_emulator
+
+        return assess_from_emulator(
+            profile.quota.charge_log_url, marks[0], marks[1], own_episode_ids
+        )
+    if profile.quota.probe == "sim" and account_dir is not None:
+        from pairlab.adapters.quota.sim_account import assess_from_log
+
+        return assess_from_log(account_dir, marks[0], marks[1], own_episode_ids)
+    if asserted is None:
+        return UNKNOWN_CONCURRENT_USE
+    return ConcurrentUse(unrelated=asserted, basis="operator-assertion")
+
+
+@dataclass
+class EpisodeUsage:
+    vector: UsageVector | None
+    api_calls: int | None
+    cli_version: str | None
+    session_id: str | None
+    primary_model: str | None
+    provider_reported_cost_usd: float | None
+    provenance: dict[str, int] = field(default_factory=dict)
+    files: list[str] = field(default_factory=list)
+
+    def provenance_counts(self) -> dict[str, int] | None:
+        return dict(self.provenance) or None
+
+
+def usage_files(profile: RunnerProfile, collected: CollectedFiles) -> list[Path]:
+    """Collected files matching the profile's usage globs (relative to the episode HOME).
+
+    Taken from the collection's listing of regular files, so a symlink the agent
+    planted under its HOME is never read."""
+    return [
+        collected.dest / f.path
+        for f in collected.files
+        if f.path.startswith("home/")
+        and any(fnmatch.fnmatch(f.path.removeprefix("home/"), pat) for pat in profile.usage.paths)
+    ]
+
+
+def read_episode_usage(profile: RunnerProfile, collected: CollectedFiles) -> EpisodeUsage:
+    from pairlab.adapters.usage import read_usage
+
+    files = usage_files(profile, collected)
+    if not files:
+        return EpisodeUsage(None, None, None, None, None, None, {"no-usage-files": 1}, [])
+    report = read_usage(profile.usage.reader, files)
+    by_calls = sorted(report.by_model.items(), key=lambda kv: -(kv[1].api_calls or 0))
+    return EpisodeUsage(
+        vector=None if report.vector.is_empty() else report.vector,
+        api_calls=report.api_calls,
+        cli_version=report.cli_version,
+        session_id=report.session_id,
+        primary_model=by_calls[0][0] if by_calls else None,
+        provider_reported_cost_usd=report.provider_reported_cost_usd,
+        provenance=dict(report.provenance),
+        files=[str(f) for f in files],
+    )
+
+
+def ingest_ledger(collected: CollectedFiles, episode_dir: Path) -> dict[str, int | None] | None:
+    """Ingest the MCP measurement rows the client wrote into ``<episode>/ledger.db``
+    (regular files of the collection's listing only: never through a symlink)."""
+    rows = [p for p in collected.paths() if p.name == LEDGER_ROWS_FILE]
+    if not rows:
+        return None
+    from pairlab.adapters.mcp_ledger.db import ingest_jsonl, ledger_totals
+
+    db = episode_dir / "ledger.db"
+    for path in rows:
+        ingest_jsonl(path, db)
+    return ledger_totals(db)
+
+
+def extract_final_answer(stdout: str, client: str | None = None) -> str | None:
+    """The agent's final answer: the real CLIs' own result (Claude's ``result`` object,
+    Codex's last ``agent_message``), else the simulator's ``FINAL ANSWER:`` line."""
+    if client in ("claude", "codex"):
+        from pairlab.adapters.clients.cli_output import claude_final_answer, codex_final_answer
+
+        return (claude_final_answer if client == "claude" else codex_final_answer)(stdout)
+    matches = FINAL_ANSWER.findall(stdout)
+    return matches[-1].strip() if matches else None
+
+
+def price_episode(
+    profile: RunnerProfile,
+    model: str | None,
+    at: datetime | None,
+    vector: UsageVector | None,
+    api_calls: int | None,
+) -> tuple[float | None, str]:
+    """API list-price equivalent of an episode's usage (None = Not priced) and the catalog version."""
+    from pairlab.core.prices import PROVIDER_BY_CLIENT, PricedUsage, price_usage
+
+    catalog = _catalog()
+    if model is None or at is None or vector is None:
+        return None, catalog.version
+    provider = PROVIDER_BY_CLIENT.get(profile.usage.reader)
+    if provider is None:
+        return None, catalog.version
+    result = price_usage(catalog, provider, model, at, vector, requests=api_calls)
+    usd = result.api_list_price_usd if isinstance(result, PricedUsage) else None
+    return usd, catalog.version
+
+
+@functools.cache
+def _catalog() -> PriceCatalog:
+    from pairlab.core.prices import load_catalog
+
+    return load_catalog()

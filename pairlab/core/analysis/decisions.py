@@ -1,0 +1,175 @@
+"""Decision labels of every effect of a cohort analysis, from its plan (DESIGN 7).
+
+Input: per [cohort, contrast, metric] the decision test's one-sided p-values
+(:mod:`pairlab.core.stats.studentized`), pair counts, the reported percentile
+interval, and per [cohort, contrast] whether correctness held; output: a role,
+a decision and, where an interval excluded zero but there is no win or
+regression, the reason. All vectorised over cohorts.
+
+Roles: ``primary`` (the plan's primary metric of a primary contrast),
+``secondary`` (a secondary metric on any other contrast/metric), ``descriptive``
+(neither: reported, never tested).
+
+Decisions:
+
+* ``insufficient``: no interval (``not-observed``: no pair has the metric;
+  ``too-few-pairs``: fewer non-null pairs than the gate);
+* ``not-tested``: a descriptive effect;
+* ``primary-win`` / ``secondary-win``: the family-adjusted two-sided p-value is
+  at most alpha, the effect is a saving, correctness did not regress, and the
+  effect has the pre-registered minimum pairs;
+* ``regression``: the same, for an increase (correctness plays no part);
+* ``no-evidence``: everything else tested, with a reason when an interval
+  excluded zero: ``correctness-regressed`` / ``correctness-unproven`` (a
+  significant saving that cannot be a win), ``adjusted-threshold`` (the
+  decision interval excludes zero but the family-adjusted p-value is above
+  alpha), ``decision-interval`` (only the reported percentile interval excludes
+  zero), ``below-gate`` (the decision interval excludes zero but the effect has
+  fewer pairs than the plan pre-registered: an exploratory analysis).
+
+Families (per cohort): the primary tests, and the secondary tests, each
+adjusted separately (Holm for primary; the plan's correction for secondary).
+Only effects with the pre-registered minimum pairs join a family.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Final
+
+import numpy as np
+from numpy.typing import NDArray
+
+from pairlab.core.analysis.metrics import METRICS, Contrast
+from pairlab.core.analysis.study_plan import StudyPlan
+from pairlab.core.stats.multiplicity import adjust_pvalues
+
+ROLES: Final = ("primary", "secondary", "descriptive")
+DECISIONS: Final = (
+    "primary-win",
+    "secondary-win",
+    "regression",
+    "no-evidence",
+    "insufficient",
+    "not-tested",
+)
+REASONS: Final = (
+    "",
+    "not-observed",
+    "too-few-pairs",
+    "correctness-regressed",
+    "correctness-unproven",
+    "adjusted-threshold",
+    "decision-interval",
+    "below-gate",
+)
+WINS: Final = ("primary-win", "secondary-win")
+
+IntArray = NDArray[np.int8]
+
+
+@dataclass(frozen=True)
+class EffectLabels:
+    """Codes into ROLES/DECISIONS/REASONS per [cohort, contrast, metric], and adjusted p."""
+
+    role: IntArray
+    decision: IntArray
+    reason: IntArray
+    p_adjusted: NDArray[np.float64]
+
+    @property
+    def win(self) -> NDArray[np.bool_]:
+        return np.asarray(self.decision <= DECISIONS.index("secondary-win"))
+
+
+def roles(plan: StudyPlan, contrasts: list[Contrast], metrics: Sequence[str] = METRICS) -> IntArray:
+    """[contrast, metric] role codes under ``plan`` (``metrics``: the last axis's names)."""
+    out = np.full((len(contrasts), len(metrics)), ROLES.index("descriptive"), dtype=np.int8)
+    secondary = set(plan.secondary_metrics)
+    for j, contrast in enumerate(contrasts):
+        primary = plan.primary_metric_of(contrast.label)
+        for i, metric in enumerate(metrics):
+            if metric == primary:
+                out[j, i] = ROLES.index("primary")
+            elif metric in secondary:
+                out[j, i] = ROLES.index("secondary")
+    return out
+
+
+def _family_adjusted(
+    p: NDArray[np.float64], member: NDArray[np.bool_], method: str
+) -> NDArray[np.float64]:
+    k = p.shape[0]
+    flat = np.where(member, p, np.nan).reshape(k, -1)
+    return adjust_pvalues(flat, method).reshape(p.shape)  # type: ignore[arg-type]
+
+
+def label_effects(
+    plan: StudyPlan,
+    contrasts: list[Contrast],
+    *,
+    gate: int,
+    n: NDArray[np.int64],
+    p_saving: NDArray[np.float64],
+    p_increase: NDArray[np.float64],
+    percentile_high: NDArray[np.float64],
+    correctness_holds: NDArray[np.bool_],
+    graded: NDArray[np.bool_],
+    metrics: Sequence[str] = METRICS,
+) -> EffectLabels:
+    """Labels of [cohort, contrast, metric] effects (see the module docstring).
+
+    ``correctness_holds``/``graded``: [cohort, contrast]. ``p_saving``/``p_increase``
+    are NaN where no interval was computed. ``metrics`` names the last axis (the
+    cohort analysis's :data:`METRICS` by default; another analysis, e.g. of quota
+    consumption, passes its own names and gets the same rule).
+    """
+    role = np.broadcast_to(roles(plan, contrasts, metrics)[None], n.shape)
+    alpha = plan.alpha
+    tested_any = (n >= gate) & np.isfinite(p_saving) & np.isfinite(p_increase)
+    confirmatory = tested_any & (n >= plan.min_pairs)
+    p_two = np.minimum(1.0, 2.0 * np.minimum(p_saving, p_increase))
+    primary = role == ROLES.index("primary")
+    secondary = role == ROLES.index("secondary")
+    p_adj = np.full(n.shape, np.nan)
+    if n.size:
+        p_adj = np.where(primary, _family_adjusted(p_two, confirmatory & primary, "holm"), p_adj)
+        p_adj = np.where(
+            secondary,
+            _family_adjusted(p_two, confirmatory & secondary, plan.secondary_correction),
+            p_adj,
+        )
+    with np.errstate(invalid="ignore"):
+        saving = p_saving < p_increase
+        significant = confirmatory & (p_adj <= alpha)
+        interval_excludes = tested_any & (p_two <= alpha)
+        percentile_saving = tested_any & (percentile_high < 0)
+    holds = np.broadcast_to(correctness_holds[:, :, None], n.shape)
+    was_graded = np.broadcast_to(graded[:, :, None], n.shape)
+
+    code = DECISIONS.index
+    why = REASONS.index
+    decision = np.full(n.shape, code("no-evidence"), dtype=np.int8)
+    reason = np.zeros(n.shape, dtype=np.int8)
+    # Reasons for a tested effect that is not a win, most specific last (later wins).
+    reason[percentile_saving] = why("decision-interval")
+    reason[interval_excludes & ~confirmatory] = why("below-gate")
+    reason[interval_excludes & confirmatory & ~significant] = why("adjusted-threshold")
+    blocked = significant & saving & ~holds
+    reason[blocked & was_graded] = why("correctness-regressed")
+    reason[blocked & ~was_graded] = why("correctness-unproven")
+    win = significant & saving & holds
+    decision[win & primary] = code("primary-win")
+    decision[win & secondary] = code("secondary-win")
+    decision[significant & ~saving] = code("regression")
+    reason[win | (significant & ~saving)] = why("")
+    # Not tested at all.
+    untested = ~tested_any
+    decision[untested] = code("insufficient")
+    reason[untested] = np.where(n[untested] == 0, why("not-observed"), why("too-few-pairs"))
+    descriptive = role == ROLES.index("descriptive")
+    decision[descriptive & tested_any] = code("not-tested")
+    reason[descriptive & tested_any] = why("")
+    p_adj = np.where(descriptive | ~confirmatory, np.nan, p_adj)
+    return EffectLabels(np.ascontiguousarray(role), decision, reason, p_adj)

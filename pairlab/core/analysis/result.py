@@ -1,0 +1,355 @@
+"""The result of a cohort analysis and its three renderings.
+
+:class:`CohortAnalysis` holds every cohort's results as NumPy arrays (cohort x
+contrast x metric), so a run of 10,000 cohorts is not 550,000 Python objects
+until someone asks for JSON. Renderings:
+
+* :meth:`CohortAnalysis.to_json` - the ``pairlab aggregate --json`` shape
+  (issue 2); null stays null (NaN never leaks into JSON);
+* :func:`effects_frame` - one row per reported effect (``effects.parquet``), from the
+  JSON form, so a run's report and its parquet come from the same data;
+* :func:`pairlab.core.analysis.table.render_cohort_table` - a plain-text/markdown
+  table for the CLI and the report.
+
+Beyond issue 2's keys each cohort carries ``excluded`` (episodes left out by
+the pre-registered exclusion rules) and ``flags`` (unknown versions/models,
+BCa notes), because those rules require them to be reported, never silent.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from operator import itemgetter
+from typing import Any, Final
+
+import numpy as np
+import polars as pl
+
+from pairlab.core.analysis.decisions import DECISIONS, REASONS, ROLES, EffectLabels, label_effects
+from pairlab.core.analysis.metrics import KEY_COLUMNS, METRICS, Contrast
+from pairlab.core.analysis.study_plan import ResolvedPlan
+from pairlab.core.stats.studentized import DECISION_DESCRIPTION, DECISION_METHOD
+
+__all__ = [
+    "KEY_COLUMNS",
+    "METRICS",
+    "CohortAnalysis",
+    "Contrast",
+    "effects_frame",
+]
+
+_FLAGGED_UNKNOWN: Final = ("clientVersion", "model", "modelVersion")
+ANALYSIS_SCHEMA_VERSION: Final = 2
+
+
+_WIN_LABELS: Final = frozenset(("primary-win", "secondary-win"))
+
+
+def _json_numbers(values: np.ndarray) -> list[Any]:
+    """Nested lists of ``values`` with NaN and +-inf as None (null)."""
+    out = values.astype(object)
+    out[~np.isfinite(values)] = None
+    return out.tolist()  # type: ignore[no-any-return]
+
+
+def _num(value: float) -> float | None:
+    """JSON number, or null for NaN (no value) and +-inf (an unbounded interval end)."""
+    return None if math.isnan(value) or math.isinf(value) else value
+
+
+@dataclass
+class CohortAnalysis:
+    """Every cohort of one analysis. Arrays are indexed [cohort, contrast, metric].
+
+    ``min_pairs`` is the analysis gate; ``plan`` the study plan whose decision
+    rule labels the effects (:mod:`pairlab.core.analysis.decisions`).
+    """
+
+    run_id: str
+    min_pairs: int
+    n_resamples: int
+    confidence: float
+    method: str
+    plan: ResolvedPlan
+    keys: pl.DataFrame
+    arms: list[str]
+    contrasts: list[Contrast]
+    ok: np.ndarray
+    pairs: np.ndarray
+    excluded: np.ndarray
+    join_coverage: np.ndarray  # [cohort, (exact, fallback, missing)]
+    has_arm: np.ndarray
+    correct: np.ndarray  # [cohort, arm]
+    graded: np.ndarray  # [cohort, arm]
+    applies: np.ndarray  # [cohort, contrast]: both arms present in the cohort
+    cells: dict[str, np.ndarray]  # paired 2x2 table per [cohort, contrast]
+    estimate: np.ndarray
+    low: np.ndarray  # the reported (percentile or BCa) interval
+    high: np.ndarray
+    decision_low: np.ndarray  # the decision interval at 1 - plan alpha
+    decision_high: np.ndarray
+    p_saving: np.ndarray  # one-sided p-values of the decision test
+    p_increase: np.ndarray
+    n: np.ndarray
+    excluded_null: np.ndarray
+    notes: list[list[str]] = field(default_factory=list)
+    # how the cohorts were resampled (cohort_engine.run_cohorts; not in the JSON: the
+    # numbers are the same either way)
+    engine: str = ""
+
+    @property
+    def graded_pairs(self) -> np.ndarray:
+        """[cohort, contrast]: pairs where both arms were graded."""
+        return np.asarray(sum(self.cells[c] for c in "abcd"))
+
+    @property
+    def correctness_holds(self) -> np.ndarray:
+        """[cohort, contrast]: graded pairs exist and treatment's rate >= control's."""
+        return np.asarray((self.graded_pairs > 0) & (self.cells["b"] >= self.cells["c"]))
+
+    @property
+    def exploratory(self) -> bool:
+        """The gate is below the plan's pre-registered minimum pairs."""
+        return self.min_pairs < self.plan.plan.min_pairs
+
+    def labels(self) -> EffectLabels:
+        return label_effects(
+            self.plan.plan,
+            self.contrasts,
+            gate=self.min_pairs,
+            n=np.where(self.applies[:, :, None] & self.ok[:, None, None], self.n, 0),
+            p_saving=self.p_saving,
+            p_increase=self.p_increase,
+            percentile_high=self.high,
+            correctness_holds=self.correctness_holds,
+            graded=self.graded_pairs > 0,
+        )
+
+    @property
+    def win(self) -> np.ndarray:
+        """[cohort, contrast, metric]: a primary or secondary win under the plan."""
+        return np.asarray(self.labels().win & self.ok[:, None, None] & self.applies[:, :, None])
+
+    def flags(self, idx: int) -> list[str]:
+        row = self.keys.row(idx, named=True)
+        found = [f"{name} unknown" for name in _FLAGGED_UNKNOWN if row[name] == "unknown"]
+        return found + list(self.notes[idx] if idx < len(self.notes) else [])
+
+    def header(self) -> dict[str, Any]:
+        """What the analysis used: gate, plan, the two intervals, whether it is exploratory."""
+        plan = self.plan.plan
+        return {
+            "schemaVersion": ANALYSIS_SCHEMA_VERSION,
+            "runId": self.run_id,
+            "gate": self.min_pairs,
+            "exploratory": self.exploratory,
+            "plan": self.plan.summary(),
+            "reportedInterval": {
+                "method": self.method,
+                "confidence": self.confidence,
+                "resamples": self.n_resamples,
+                "fields": ["ciLow", "ciHigh"],
+            },
+            "decisionRule": {
+                "interval": DECISION_METHOD,
+                "description": DECISION_DESCRIPTION,
+                "confidence": 1.0 - plan.alpha,
+                "resamples": self.n_resamples,
+                "fields": ["decisionLow", "decisionHigh", "pValue", "pAdjusted"],
+                "primaryCorrection": "holm",
+                "secondaryCorrection": plan.secondary_correction,
+                "alpha": plan.alpha,
+                "minPairs": plan.min_pairs,
+                "decides": "decision interval",
+            },
+        }
+
+    def to_json(self) -> dict[str, Any]:
+        from pairlab.core.stats.proportions import (
+            mcnemar_exact_p,
+            newcombe_paired_interval,
+            wilson_interval,
+        )
+
+        w_low, w_high = wilson_interval(self.correct, self.graded, self.confidence)
+        a, b, c, d = (self.cells[x] for x in "abcd")
+        p_value = mcnemar_exact_p(b, c)
+        diff, d_low, d_high = newcombe_paired_interval(a, b, c, d, self.confidence)
+        labels = self.labels()
+        with np.errstate(invalid="ignore"):
+            p_two = np.minimum(1.0, 2.0 * np.minimum(self.p_saving, self.p_increase))
+        # Every per-effect value converted once, as whole arrays (NaN/inf -> None): the
+        # loop below only indexes (this is the serial part of a large analysis).
+        est, lo, hi, dlo, dhi, p_list, padj_list = (
+            _json_numbers(x)
+            for x in (
+                self.estimate,
+                self.low,
+                self.high,
+                self.decision_low,
+                self.decision_high,
+                p_two,
+                labels.p_adjusted,
+            )
+        )
+        role_l = np.asarray(ROLES, dtype=object)[labels.role].tolist()
+        dec_l = np.asarray(DECISIONS, dtype=object)[labels.decision].tolist()
+        why_l = np.asarray([r or None for r in REASONS], dtype=object)[labels.reason].tolist()
+        n_list, null_list = self.n.tolist(), self.excluded_null.tolist()
+        counts = {name: 0 for name in DECISIONS}
+        applies = self.applies.tolist()
+        ok_list = self.ok.tolist()
+        cohorts = []
+        for idx, key in enumerate(self.keys.iter_rows(named=True)):
+            is_ok = bool(ok_list[idx])
+            effects = []
+            paired = []
+            if is_ok:
+                for j, contrast in enumerate(self.contrasts):
+                    if not applies[idx][j]:
+                        continue
+                    treatment, control = contrast
+                    rows = zip(
+                        METRICS,
+                        est[idx][j],
+                        lo[idx][j],
+                        hi[idx][j],
+                        n_list[idx][j],
+                        null_list[idx][j],
+                        role_l[idx][j],
+                        dec_l[idx][j],
+                        why_l[idx][j],
+                        dlo[idx][j],
+                        dhi[idx][j],
+                        p_list[idx][j],
+                        padj_list[idx][j],
+                        strict=True,
+                    )
+                    for metric, e_, l_, h_, n_, x_, r_, d_, w_, dl_, dh_, p_, pa_ in rows:
+                        counts[d_] += 1
+                        effects.append(
+                            {
+                                "treatment": treatment,
+                                "control": control,
+                                "metric": metric,
+                                "estimate": e_,
+                                "ciLow": l_,
+                                "ciHigh": h_,
+                                "n": n_,
+                                "excludedNull": x_,
+                                "win": d_ in _WIN_LABELS,
+                                "role": r_,
+                                "decision": d_,
+                                "reason": w_,
+                                "decisionLow": dl_,
+                                "decisionHigh": dh_,
+                                "pValue": p_,
+                                "pAdjusted": pa_,
+                            }
+                        )
+                    graded = int(a[idx, j] + b[idx, j] + c[idx, j] + d[idx, j])
+                    paired.append(
+                        {
+                            "treatment": contrast.treatment,
+                            "control": contrast.control,
+                            "mcnemarP": float(p_value[idx, j]) if graded else None,
+                            "diff": _num(float(diff[idx, j])),
+                            "diffLow": _num(float(d_low[idx, j])),
+                            "diffHigh": _num(float(d_high[idx, j])),
+                        }
+                    )
+            correctness: dict[str, Any] = {}
+            for ai, arm in enumerate(self.arms):
+                if not self.has_arm[idx, ai]:
+                    continue
+                n_graded = int(self.graded[idx, ai])
+                right = int(self.correct[idx, ai])
+                correctness[arm] = {
+                    "correct": right,
+                    "n": n_graded,
+                    "rate": right / n_graded if n_graded else None,
+                    "wilsonLow": _num(float(w_low[idx, ai])),
+                    "wilsonHigh": _num(float(w_high[idx, ai])),
+                }
+            correctness["paired"] = paired
+            exact, fallback, missing = (int(x) for x in self.join_coverage[idx])
+            cohorts.append(
+                {
+                    "key": key,
+                    "status": "ok" if is_ok else "insufficient",
+                    "pairs": int(self.pairs[idx]),
+                    "exploratory": is_ok and int(self.pairs[idx]) < self.plan.plan.min_pairs,
+                    "excluded": int(self.excluded[idx]),
+                    "flags": self.flags(idx),
+                    "effects": effects,
+                    "correctness": correctness,
+                    "joinCoverage": {"exact": exact, "fallback": fallback, "missing": missing},
+                }
+            )
+        return {**self.header(), "decisions": counts, "cohorts": cohorts}
+
+
+EFFECT_FIELDS: Final = (
+    "treatment",
+    "control",
+    "metric",
+    "estimate",
+    "ciLow",
+    "ciHigh",
+    "n",
+    "excludedNull",
+    "win",
+    "role",
+    "decision",
+    "reason",
+    "decisionLow",
+    "decisionHigh",
+    "pValue",
+    "pAdjusted",
+)
+EFFECTS_SCHEMA: Final[dict[str, pl.DataType]] = {
+    **{name: pl.String() for name in KEY_COLUMNS},
+    "status": pl.String(),
+    "pairs": pl.Int64(),
+    "exploratory": pl.Boolean(),
+    "treatment": pl.String(),
+    "control": pl.String(),
+    "metric": pl.String(),
+    "estimate": pl.Float64(),
+    "ciLow": pl.Float64(),
+    "ciHigh": pl.Float64(),
+    "n": pl.Int64(),
+    "excludedNull": pl.Int64(),
+    "win": pl.Boolean(),
+    "role": pl.String(),
+    "decision": pl.String(),
+    "reason": pl.String(),
+    "decisionLow": pl.Float64(),
+    "decisionHigh": pl.Float64(),
+    "pValue": pl.Float64(),
+    "pAdjusted": pl.Float64(),
+}
+
+
+def effects_frame(analysis: dict[str, Any]) -> pl.DataFrame:
+    """``effects.parquet``: one row per reported effect of an analysis in its JSON form
+    (:meth:`CohortAnalysis.to_json`, ``pairlab aggregate --json``), built column by
+    column; nulls kept. Insufficient cohorts report no effects, so have no rows."""
+    columns: dict[str, list[Any]] = {name: [] for name in EFFECTS_SCHEMA}
+    for cohort in analysis.get("cohorts", []):
+        effects = cohort.get("effects", [])
+        if not effects:
+            continue
+        key = cohort.get("key", {})
+        for name in KEY_COLUMNS:
+            columns[name] += [key.get(name)] * len(effects)
+        columns["status"] += [cohort.get("status")] * len(effects)
+        columns["pairs"] += [cohort.get("pairs")] * len(effects)
+        columns["exploratory"] += [cohort.get("exploratory")] * len(effects)
+        for name in EFFECT_FIELDS:
+            try:  # this analysis's own JSON has every field: one C-level pass per column
+                columns[name] += map(itemgetter(name), effects)
+            except KeyError:  # another producer's JSON may lack some (null)
+                columns[name] += [e.get(name) for e in effects]
+    return pl.DataFrame(columns, schema=EFFECTS_SCHEMA)

@@ -1,0 +1,162 @@
+"""The emulator's per-request ground-truth ledger: one JSONL file per episode
+(``<token>.jsonl``). (Not the MCP measurement ledger of ``adapters/mcp_ledger``.)
+
+Line 1 is the episode row (what was registered); every request the episode's base
+URL received is one request row, written when its response has ended (or failed):
+request id, model, the exact usage vector, the quota before and after, the tools
+offered, the system-prompt hash, the scripted turn and any fault injected. Malformed
+requests and unknown routes are rows too (``status`` >= 400, ``error_type``).
+
+A request is **billed** for the usage the provider stated to the client: a response
+delivered whole states its final usage; a stream cut after Anthropic's
+``message_start`` stated the input usage and ``output_tokens: 1`` (the prompt was
+processed and its cache writes happened, so that much is billed); a stream cut
+before any usage statement (OpenAI states usage only in ``response.completed``) and
+a 429/529 bill nothing. ``usage`` is the billed vector (null when nothing was
+billed), ``usage_wire`` the usage object as stated, ``delivered`` whether the whole
+response reached the client. The quota is charged with the billed usage.
+:func:`ground_truth` sums the billed rows: the 7-dimension vector every reader must
+reproduce.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import Field
+
+from pairlab.core.emulator.quota_model import AccountPlan, QuotaSnapshot
+from pairlab.core.errors import InvalidInputError, ReasonCode
+from pairlab.core.schemas.base import StrictModel
+from pairlab.core.schemas.usage import UsageVector
+
+FaultKind = Literal["rate-limit-429", "overloaded-529", "cut-stream"]
+
+
+class Fault(StrictModel):
+    """One injected fault: the ``at_request``-th model request (0-based) of the episode.
+
+    ``cut-stream`` cuts a streaming response after ``cut_after_events`` SSE events.
+    ``cut_style`` ``end`` ends the HTTP body there (the SSE stream stops early; default
+    point: Anthropic after ``message_start``, where Claude Code 2.1.332 retries the
+    turn without streaming; OpenAI after the first delta). ``drop`` resets the
+    connection (a network failure; default point: right after the response headers,
+    before any event -- what a client reads of bytes sent just before a reset is not
+    knowable, so by default none are). Both CLIs then reconnect and stream again."""
+
+    at_request: int = Field(ge=0)
+    kind: FaultKind
+    retry_after_s: int = Field(default=1, ge=0)
+    cut_after_events: int | None = Field(default=None, ge=0)
+    cut_style: Literal["end", "drop"] = "end"
+
+
+class EpisodeRegistration(StrictModel):
+    """What the emulator must know about an episode before it starts."""
+
+    task_id: str
+    arm: str = "baseline"
+    seed: int = 0
+    account: str = "default"
+    faults: list[Fault] = Field(default_factory=list)
+    wrong_probability: float = Field(default=0.1, ge=0.0, le=1.0)
+    episode_id: str | None = None  # the platform's episode id, for joining
+    plan: AccountPlan | None = None  # the account's limits when this registration creates it
+
+
+class EpisodeRow(StrictModel):
+    schema_version: Literal[1] = 1
+    kind: Literal["episode"] = "episode"
+    token: str
+    registered_at: float
+    registration: EpisodeRegistration
+    tokenizer: str  # which local encoding counted the tokens (an estimate)
+
+
+class TurnInfo(StrictModel):
+    step: int
+    action: str  # the tool called, or "final-answer"
+    variant: Literal["correct", "wrong"]
+
+
+class RequestRow(StrictModel):
+    schema_version: Literal[1] = 1
+    kind: Literal["request"] = "request"
+    token: str
+    request_index: int  # model requests of this episode, 0-based (faults count them)
+    request_id: str
+    at: float
+    duration_ms: float
+    provider: Literal["anthropic", "openai"]
+    method: str
+    path: str
+    status: int
+    stream: bool | None = None
+    delivered: bool = False
+    billed: bool = False
+    fault: FaultKind | None = None
+    error_type: str | None = None
+    error_message: str | None = None
+    model: str | None = None
+    response_id: str | None = None
+    usage_wire: dict[str, Any] | None = None  # the (last) usage object stated to the client
+    usage: UsageVector | None = None  # the billed usage, per the provider's dimensions
+    input_tokens_total: int | None = None
+    quota_before: QuotaSnapshot | None = None
+    quota_after: QuotaSnapshot | None = None
+    tools_offered: list[str] = Field(default_factory=list)
+    system_sha256: str | None = None
+    request_sha256: str | None = None
+    request_bytes: int = 0
+    prompt_cache_key: str | None = None
+    auth: Literal["api-key", "oauth", "bearer", "none"] = "none"
+    turn: TurnInfo | None = None
+
+
+def is_model_request(row: RequestRow) -> bool:
+    return row.path.rstrip("/").endswith(("/v1/messages", "/v1/responses"))
+
+
+def ground_truth(rows: Iterable[RequestRow]) -> UsageVector:
+    """Sum of the billed usage of the model requests (null stays null)."""
+    total = UsageVector()
+    for row in rows:
+        if row.billed and row.usage is not None and is_model_request(row):
+            total = total + row.usage
+    return total
+
+
+def read_ledger(path: Path) -> tuple[EpisodeRow, list[RequestRow]]:
+    """Parse one episode ledger; a malformed line is an error (the ledger is ours)."""
+    try:
+        lines = path.read_text(encoding="utf-8").splitlines()
+    except OSError as exc:
+        raise InvalidInputError(
+            f"{path}: cannot read the emulator ledger: {exc}", reason=ReasonCode.INPUT_READ_FAILED
+        ) from exc
+    if not lines:
+        raise InvalidInputError(f"{path}: empty emulator ledger", reason=ReasonCode.MALFORMED_INPUT)
+    try:
+        episode = EpisodeRow.model_validate_json(lines[0])
+        requests = [RequestRow.model_validate(json.loads(line)) for line in lines[1:] if line]
+    except ValueError as exc:
+        raise InvalidInputError(
+            f"{path}: not an emulator ledger: {exc}", reason=ReasonCode.MALFORMED_INPUT
+        ) from exc
+    return episode, requests
+
+
+__all__ = [
+    "EpisodeRegistration",
+    "EpisodeRow",
+    "Fault",
+    "FaultKind",
+    "RequestRow",
+    "TurnInfo",
+    "ground_truth",
+    "is_model_request",
+    "read_ledger",
+]

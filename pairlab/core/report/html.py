@@ -1,0 +1,501 @@
+"""The self-contained HTML report (``report.html``) beside report.md.
+
+One file, no external request: inline CSS, inline SVG charts
+(:mod:`pairlab.core.report.svg`), no scripts, fonts or images to fetch. A pure
+function of the report JSON (:func:`pairlab.core.report.markdown.build_report_json`), so
+``pairlab report`` reproduces it byte for byte. Sections: the answer (headline
+counts per client/version/model and contrast), per-metric forest plots (the
+primary metric first; cohorts that never observed a metric collapse into one
+line), subscription quota per arm and window with the verdicts, correctness per
+arm with Wilson intervals, join coverage, the per-cohort tables, the method.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from html import escape
+from typing import Any, Final
+
+from pairlab.core.analysis.metrics import KEY_COLUMNS, METRICS
+from pairlab.core.analysis.table import rule_text
+from pairlab.core.report.headline import COST_METRIC, LABELS, QUESTIONS, token_metric
+from pairlab.core.report.markdown import BELOW_PRECISION_HINT, CLAIM_NOTE, render_cohort_markdown
+from pairlab.core.report.svg import Row, interval_chart
+from pairlab.core.report.words import (
+    QUESTION_TITLES,
+    cohort_title,
+    decision_word,
+    digits,
+    group_title,
+    metric_title,
+    number,
+    pairs_text,
+    reason_text,
+    summary_sentence,
+)
+
+STYLE: Final = """
+body{font:14px/1.45 system-ui,-apple-system,"Segoe UI",Roboto,sans-serif;color:#1f2328;
+margin:0;background:#f6f8fa}
+main{max-width:1120px;margin:0 auto;padding:20px 28px 48px;background:#fff}
+h1{font-size:22px;margin:4px 0}h2{font-size:18px;margin:28px 0 8px;border-bottom:1px solid #d0d7de;
+padding-bottom:4px}h3{font-size:15px;margin:18px 0 6px}
+.meta{color:#57606a;margin:2px 0 10px}.note{color:#57606a;font-size:13px;margin:6px 0}
+.warn{background:#fff8c5;border:1px solid #d4a72c;padding:6px 10px;border-radius:6px}
+table{border-collapse:collapse;margin:6px 0 10px;font-size:13px}
+th,td{border:1px solid #d0d7de;padding:4px 8px;text-align:left;vertical-align:top}
+th{background:#f6f8fa}
+table.answer td{min-width:170px}.bar{display:flex;height:12px;border-radius:3px;overflow:hidden;
+margin:2px 0 4px;background:#eaeef2}.bar span{display:block;height:100%}
+.win{background:#1a7f37}.regression{background:#cf222e}.noEvidence{background:#8c959f}
+.insufficient{background:#d0d7de}.counts b.w{color:#1a7f37}.counts b.r{color:#cf222e}
+.legend span{display:inline-block;width:10px;height:10px;margin:0 4px 0 10px;border-radius:2px}
+svg.chart{display:block;margin:4px 0 8px;font:12px system-ui,sans-serif;fill:#1f2328}
+svg .g{font-weight:600}svg .grid{stroke:#eaeef2}svg .ref{stroke:#1f2328;stroke-dasharray:4 3}
+svg .tick{fill:#57606a;font-size:11px}svg .note{font-size:11px}svg .axis{fill:#57606a}
+.v-supported{color:#1a7f37;font-weight:600}.v-rejected{color:#cf222e;font-weight:600}
+.v-inconclusive{color:#57606a}ul.summary{margin:4px 0 8px;padding-left:20px}
+details{margin:6px 0}summary{cursor:pointer;font-weight:600}
+td.num{text-align:right;font-variant-numeric:tabular-nums}
+"""
+TONE: Final = {"win": "win", "regression": "regression"}
+NOTE_WORDS: Final = {  # the plots' right-hand notes are short
+    "above the adjusted threshold": "adj. threshold",
+    "only the 95% CI excludes 0": "95% CI only",
+    "saving, correctness regressed": "correctness regressed",
+    "saving, correctness not graded": "not graded",
+    "below the plan's pairs": "below plan pairs",
+}
+
+
+def _key(key: Mapping[str, Any]) -> tuple[str, ...]:
+    return tuple(str(key.get(k)) for k in KEY_COLUMNS)
+
+
+def _counts_cell(question: str, cell: Mapping[str, Any]) -> str:
+    total = sum(int(cell.get(k, 0)) for k in ("win", "regression", "noEvidence", "insufficient"))
+    spans = "".join(
+        f'<span class="{k}" style="width:{100 * int(cell.get(k, 0)) / total:.2f}%"></span>'
+        for k in ("win", "regression", "noEvidence", "insufficient")
+        if total and cell.get(k)
+    )
+    words = LABELS[question]
+    text = (
+        f'<b class="w">{cell.get("win", 0)}</b> {escape(words["win"])} · '
+        f'<b class="r">{cell.get("regression", 0)}</b> {escape(words["regression"])} · '
+        f"{cell.get('noEvidence', 0)} {escape(words['noEvidence'])}"
+    )
+    if cell.get("insufficient"):
+        text += f" · {cell['insufficient']} insufficient"
+    return f'<div class="bar">{spans}</div><div class="counts">{text}</div>'
+
+
+def _answer(headline: Mapping[str, Any]) -> list[str]:
+    out = ['<section id="answer"><h2>Answer</h2>']
+    out.append(
+        '<p class="note">Counts of <b>task cohorts</b>, each analysed on its own (never a '
+        "pooled effect). Tokens and API list price: the plan's decision rule; subscription "
+        "quota: the canary's quota rule on paired quota intervals; correctness: McNemar's "
+        f"exact test at alpha {escape(str(headline.get('alpha')))}.</p>"
+    )
+    out.append(
+        '<p class="legend note"><span class="win"></span>win / supported / better'
+        '<span class="regression"></span>regression / rejected / worse'
+        '<span class="noEvidence"></span>no evidence<span class="insufficient"></span>'
+        "insufficient</p>"
+    )
+    if headline.get("exploratory"):
+        out.append(
+            f'<p class="warn">Exploratory analysis: the gate ({headline.get("gate")} pairs) is below '
+            "the pre-registered minimum; effects with fewer pairs than the plan are not wins.</p>"
+        )
+    for group in headline.get("groups", []):
+        out.append(f"<h3>{escape(group_title(group))} — {group.get('cohorts')} task cohorts</h3>")
+        rows = group.get("contrasts", [])
+        metric = rows[0]["tokens"].get("metric", "totalTokens") if rows else "totalTokens"
+        titles = {
+            "tokens": f"Tokens ({metric})",
+            "cost": "API list price",
+            "subscription": "Subscription quota",
+            "correctness": "Correctness",
+        }
+        out.append(
+            '<ul class="summary">'
+            + "".join(f"<li>{escape(summary_sentence(row))}</li>" for row in rows)
+            + "</ul>"
+        )
+        out.append('<table class="answer"><tr><th>contrast</th>')
+        out += [f"<th>{escape(titles[q])}</th>" for q in QUESTIONS]
+        out.append("</tr>")
+        notes = []
+        for row in rows:
+            name = f"{row['treatment']} vs {row['control']}"
+            out.append(f"<tr><th>{escape(name)}</th>")
+            out += [f"<td>{_counts_cell(q, row[q])}</td>" for q in QUESTIONS]
+            out.append("</tr>")
+            for q in QUESTIONS:
+                reasons = list(row[q].get("reasons", {}).items())[:3]
+                if reasons and (row[q].get("noEvidence") or row[q].get("insufficient")):
+                    why = ", ".join(f"{reason_text(r)} ({n})" for r, n in reasons)
+                    notes.append(f"{name}, {QUESTION_TITLES[q]}: {why}")
+        out.append("</table>")
+        if notes:
+            out.append("<details><summary>Why no evidence (cohorts per reason)</summary><ul>")
+            out += [f"<li>{escape(n)}</li>" for n in notes]
+            out.append("</ul></details>")
+    out.append("</section>")
+    return out
+
+
+def _effect_rows(
+    cohorts: Sequence[Mapping[str, Any]], metric: str, contrasts: Sequence[tuple[str, str]]
+) -> tuple[list[Row], list[str]]:
+    rows, unseen = [], []
+    places = digits(metric)
+    for t, c in contrasts:
+        for cohort in cohorts:
+            found = [
+                e
+                for e in cohort.get("effects", [])
+                if (e["treatment"], e["control"], e["metric"]) == (t, c, metric)
+            ]
+            if not found:
+                continue
+            e = found[0]
+            title = cohort_title(cohort.get("key", {}))
+            if not e.get("n"):
+                if title not in unseen:
+                    unseen.append(title)
+                continue
+            word = decision_word(e)
+            rows.append(
+                Row(
+                    label=title,
+                    value=e.get("estimate"),
+                    low=e.get("ciLow"),
+                    high=e.get("ciHigh"),
+                    outer_low=e.get("decisionLow"),
+                    outer_high=e.get("decisionHigh"),
+                    tone=TONE.get(word, "neutral" if e.get("ciLow") is not None else "muted"),
+                    note=f"{number(e.get('estimate'), places)} · {NOTE_WORDS.get(word, word) or 'no evidence'} · n {e.get('n')}",
+                    group=f"{t} vs {c}",
+                )
+            )
+    return rows, unseen
+
+
+def _contrasts(cohorts: Sequence[Mapping[str, Any]]) -> list[tuple[str, str]]:
+    found: list[tuple[str, str]] = []
+    for cohort in cohorts:
+        for e in cohort.get("effects", []):
+            pair = (e["treatment"], e["control"])
+            if pair not in found:
+                found.append(pair)
+    return found
+
+
+def _metric_order(analysis: Mapping[str, Any]) -> list[str]:
+    """The primary token metric, API list price, then the other metrics."""
+    contrasts = _contrasts(analysis.get("cohorts", []))
+    plan = analysis.get("plan", {})
+    label = f"{contrasts[0][0]}-vs-{contrasts[0][1]}" if contrasts else ""
+    primary = token_metric(plan, label)
+    return [primary, COST_METRIC, *[m for m in METRICS if m not in (primary, COST_METRIC)]]
+
+
+def _forest_plot(analysis: Mapping[str, Any], metric: str) -> tuple[str, bool]:
+    """One metric's forest plot (and whether any cohort observed it)."""
+    cohorts = analysis.get("cohorts", [])
+    rows, unseen = _effect_rows(cohorts, metric, _contrasts(cohorts))
+    if not rows:
+        return "", False
+    parts = [interval_chart(rows, axis_label=f"{metric} (treatment − control)", title=metric)]
+    if unseen:
+        parts.append(
+            f'<p class="note">Not observed (null in every pair): {escape(", ".join(unseen))}.</p>'
+        )
+    return "".join(parts), True
+
+
+LEGEND: Final = (
+    '<p class="note">Treatment − control per pair, per task cohort. Dot: estimate; thick '
+    "bar: 95% percentile interval; thin line: the decision interval, which decides (an open "
+    "end runs off the axis). Green: win; red: regression; grey: no evidence; light: too few "
+    "pairs.</p>"
+)
+
+
+def _forest_section(analysis: Mapping[str, Any]) -> list[str]:
+    """The primary token metric and API list price, shown; every metric is in ``_more``."""
+    out = ['<section id="effects"><h2>Tokens and API list price</h2>', LEGEND]
+    for metric in _metric_order(analysis)[:2]:
+        plot, seen = _forest_plot(analysis, metric)
+        out.append(f"<h3>{escape(metric_title(metric))} <code>{escape(metric)}</code></h3>")
+        out.append(plot if seen else '<p class="note">Not observed in any cohort.</p>')
+    if not any(c.get("effects") for c in analysis.get("cohorts", [])):
+        out.append('<p class="note">No cohort passed the gate: no intervals to plot.</p>')
+    out.append("</section>")
+    return out
+
+
+def _more_section(analysis: Mapping[str, Any]) -> list[str]:
+    out = ['<section id="metrics"><h2>Every other metric</h2>', LEGEND]
+    never = []
+    for metric in _metric_order(analysis)[2:]:
+        plot, seen = _forest_plot(analysis, metric)
+        if not seen:
+            never.append(metric)
+            continue
+        out.append(
+            f"<details><summary>{escape(metric_title(metric))} <code>{escape(metric)}</code>"
+            f"</summary>{plot}</details>"
+        )
+    if never:
+        out.append(
+            f'<p class="note">No pair observed in any cohort (null in every episode): '
+            f"{escape(', '.join(never))}.</p>"
+        )
+    out.append("</section>")
+    return out
+
+
+def _quota_section(subscription: Mapping[str, Any] | None) -> list[str]:
+    if subscription is None:
+        return []
+    unit = str(subscription.get("unit", "episode"))
+    cohorts = subscription.get("cohorts", [])
+    out = ['<section id="quota"><h2>Subscription quota</h2>']
+    out.append(f'<p class="note">{escape(str(subscription.get("rule", "")))}</p>')
+    verdicts = [v for c in cohorts for v in c.get("verdicts", [])]
+    if verdicts and all(v.get("verdict") == "inconclusive" for v in verdicts):
+        out.append(f'<p class="warn">{escape(BELOW_PRECISION_HINT)}</p>')
+    for window in subscription.get("windows", []):
+        name = window["window"]
+        rows = []
+        for cohort in cohorts:
+            for arm in cohort.get("arms", []):
+                if arm.get("window") != name:
+                    continue
+                rows.append(
+                    Row(
+                        label=str(arm.get("arm")),
+                        value=arm.get("meanConsumptionPct"),
+                        low=arm.get("minConsumptionPct"),
+                        high=arm.get("maxConsumptionPct"),
+                        tone="arm" if arm.get("usable") else "muted",
+                        note=(
+                            f"{number(arm.get('meanConsumptionPct'), 1)} pts · "
+                            f"{arm.get('usable')}/{arm.get('units')}"
+                            + (" · < precision" if arm.get("belowPrecision") else "")
+                        ),
+                        group=cohort_title(cohort.get("key", {})),
+                    )
+                )
+        out.append(f"<h3>{escape(name)} window: consumption per {escape(unit)} and arm</h3>")
+        out.append(
+            interval_chart(
+                rows,
+                axis_label=f"percentage points of the {name} window per {unit} (dot: mean; bar: min–max)",
+                reference=0.0,
+                title=f"{name} consumption",
+            )
+        )
+    for window in subscription.get("windows", []):
+        plot, seen = _forest_plot(subscription, window["metric"])
+        if seen:
+            out.append(
+                f"<h3>{escape(window['window'])} window: paired effect per {escape(unit)} "
+                f"(treatment − control, points)</h3>{plot}"
+            )
+    out.append("<h3>Verdict per cohort and contrast</h3>")
+    contrasts: list[tuple[str, str]] = []
+    for v in verdicts:
+        if (v["treatment"], v["control"]) not in contrasts:
+            contrasts.append((v["treatment"], v["control"]))
+    out.append("<table><tr><th>cohort</th>")
+    out += [f"<th>{escape(t)} vs {escape(c)}</th>" for t, c in contrasts]
+    out.append("</tr>")
+    for cohort in cohorts:
+        by = {(v["treatment"], v["control"]): v for v in cohort.get("verdicts", [])}
+        out.append(f"<tr><th>{escape(cohort_title(cohort.get('key', {})))}</th>")
+        for pair in contrasts:
+            v = by.get(pair)
+            if v is None:
+                out.append("<td>—</td>")
+                continue
+            verdict = str(v.get("verdict"))
+            css = {"supported-candidate": "supported", "rejected": "rejected"}.get(
+                verdict, "inconclusive"
+            )
+            reasons = ", ".join(f"{r} ×{n}" for r, n in list(v.get("reasons", {}).items())[:3])
+            if v.get("belowPrecision") and verdict == "inconclusive":
+                reasons = "below precision" + (f"; {reasons}" if reasons else "")
+            shown = {"supported": "supported", "rejected": "rejected"}.get(css, "inconclusive")
+            detail = f"{pairs_text(v)}{'; ' + reasons if reasons else ''}"
+            out.append(
+                f'<td><span class="v-{css}">{shown}</span>'
+                f'<div class="note">{escape(detail)}</div></td>'
+            )
+        out.append("</tr>")
+    out.append("</table></section>")
+    return out
+
+
+def _correctness_section(analysis: Mapping[str, Any]) -> list[str]:
+    rows = []
+    for cohort in analysis.get("cohorts", []):
+        correctness = cohort.get("correctness", {})
+        for arm, c in correctness.items():
+            if arm == "paired":
+                continue
+            rows.append(
+                Row(
+                    label=arm,
+                    value=c.get("rate"),
+                    low=c.get("wilsonLow"),
+                    high=c.get("wilsonHigh"),
+                    tone="arm" if c.get("n") else "muted",
+                    note=f"{c.get('correct')}/{c.get('n')} correct",
+                    group=cohort_title(cohort.get("key", {})),
+                )
+            )
+    out = ['<section id="correctness"><h2>Correctness per arm</h2>']
+    out.append(
+        '<p class="note">Share of graded episodes correct, with its Wilson 95% interval. '
+        "Paired differences and McNemar's test are in the cohort tables below.</p>"
+    )
+    out.append(
+        interval_chart(
+            rows,
+            axis_label="correct rate (Wilson 95%)",
+            reference=None,
+            domain=(0.0, 1.0),
+            title="correctness",
+        )
+    )
+    out.append("</section>")
+    return out
+
+
+def _coverage_section(analysis: Mapping[str, Any]) -> list[str]:
+    out = ['<section id="coverage"><h2>Join coverage</h2>']
+    out.append(
+        '<p class="note">How each episode\'s usage was joined to its run: exact (session id), '
+        "fallback (time window), missing.</p><table><tr><th>cohort</th><th>exact</th>"
+        "<th>fallback</th><th>missing</th><th></th></tr>"
+    )
+    for cohort in analysis.get("cohorts", []):
+        cov = cohort.get("joinCoverage", {})
+        total = sum(int(v) for v in cov.values()) or 1
+        bar = "".join(
+            f'<span class="{css}" style="width:{100 * int(cov.get(k, 0)) / total:.2f}%"></span>'
+            for k, css in (("exact", "win"), ("fallback", "noEvidence"), ("missing", "regression"))
+            if cov.get(k)
+        )
+        out.append(
+            f"<tr><th>{escape(cohort_title(cohort.get('key', {})))}</th>"
+            + "".join(
+                f'<td class="num">{int(cov.get(k, 0))}</td>'
+                for k in ("exact", "fallback", "missing")
+            )
+            + f'<td style="width:220px"><div class="bar">{bar}</div></td></tr>'
+        )
+    out.append("</table></section>")
+    return out
+
+
+def _markdown_table_html(lines: Sequence[str]) -> str:
+    """The cohort's markdown lines as HTML (tables and paragraphs; ** as bold)."""
+    html: list[str] = []
+    table: list[list[str]] = []
+
+    def inline(text: str) -> str:
+        parts = escape(text).split("**")
+        return "".join(f"<b>{p}</b>" if i % 2 else p for i, p in enumerate(parts))
+
+    def flush() -> None:
+        if not table:
+            return
+        head, *body = table
+        html.append("<table><tr>" + "".join(f"<th>{inline(c)}</th>" for c in head) + "</tr>")
+        for row in body:
+            html.append("<tr>" + "".join(f"<td>{inline(c)}</td>" for c in row) + "</tr>")
+        html.append("</table>")
+        table.clear()
+
+    for line in lines:
+        if line.startswith("|"):
+            cells = [c.strip() for c in line.strip().strip("|").split("|")]
+            if not all(set(c) <= {"-"} for c in cells):
+                table.append(cells)
+            continue
+        flush()
+        if line.startswith("### "):
+            continue
+        if line.strip():
+            html.append(f'<p class="note">{inline(line)}</p>')
+    flush()
+    return "".join(html)
+
+
+def _cohorts_section(
+    analysis: Mapping[str, Any], subscription: Mapping[str, Any] | None
+) -> list[str]:
+    quota = {_key(c["key"]): c for c in (subscription or {}).get("cohorts", [])}
+    unit = str((subscription or {}).get("unit", "episode"))
+    plan = analysis.get("plan", {})
+    out = ['<section id="cohorts"><h2>Cohorts</h2>']
+    for cohort in analysis.get("cohorts", []):
+        key = cohort.get("key", {})
+        lines = render_cohort_markdown(cohort, quota.get(_key(key)), plan, unit)
+        summary = (
+            f"{cohort_title(key)} — {key.get('client')} {key.get('clientVersion')} · "
+            f"{key.get('model')} · {cohort.get('pairs')} pairs · {cohort.get('status')}"
+        )
+        out.append(f"<details><summary>{escape(summary)}</summary>")
+        out.append(_markdown_table_html(lines))
+        out.append("</details>")
+    out.append("</section>")
+    return out
+
+
+def render_report_html(report: Mapping[str, Any]) -> str:
+    """``report.html`` from the report JSON (``report.json``'s content)."""
+    meta = report.get("meta", {})
+    analysis = report.get("analysis", {})
+    subscription = report.get("subscription")
+    headline = report.get("headline", {})
+    plan = analysis.get("plan", {})
+    title = f"pairlab evidence report — run {meta.get('run_id')}"
+    facts = (
+        f"suite {meta.get('suite')} · profile {meta.get('profile')} · backend "
+        f"{meta.get('backend')} · arms {', '.join(meta.get('arms', []))} · "
+        f"{meta.get('repetitions')} repetitions · seed {meta.get('seed')} · "
+        f"{meta.get('episodes')} episodes ({meta.get('failed')} failed agent runs, "
+        f"{meta.get('excluded')} excluded) · gate {meta.get('min_pairs')} pairs · price catalog "
+        f"{number(meta.get('price_catalog_version'))}"
+        + (f" · study plan {plan.get('id')} ({str(plan.get('sha256', ''))[:12]})" if plan else "")
+    )
+    parts = [
+        '<!DOCTYPE html><html lang="en"><head><meta charset="utf-8">',
+        '<meta name="viewport" content="width=device-width, initial-scale=1">',
+        f"<title>{escape(title)}</title><style>{STYLE}</style></head><body><main>",
+        f"<h1>{escape(title)}</h1>",
+        f'<p class="meta">{escape(facts)}</p>',
+        *_answer(headline),
+        *_forest_section(analysis),
+        *_quota_section(subscription),
+        *_correctness_section(analysis),
+        *_more_section(analysis),
+        *_coverage_section(analysis),
+        *_cohorts_section(analysis, subscription),
+        '<section id="method"><h2>Method</h2>',
+    ]
+    if "decisionRule" in analysis:
+        parts.append(f'<p class="note">{escape(rule_text(dict(analysis)))}</p>')
+    parts.append(f'<p class="note">{escape(CLAIM_NOTE.replace("**", ""))}</p>')
+    parts.append("</section></main></body></html>\n")
+    return "\n".join(parts)
+
+
+__all__ = ["render_report_html"]

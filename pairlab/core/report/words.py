@@ -1,0 +1,208 @@
+"""Words and numbers shared by the markdown and HTML reports: metric titles, value
+formatting, short decision labels and the headline's cells. Null is ``—``, never 0.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any, Final
+
+from pairlab.core.report.headline import LABELS
+
+METRIC_TITLES: Final = {
+    "totalTokens": "total tokens",
+    "uncachedInputTokens": "uncached input tokens",
+    "cachedInputTokens": "cache-read input tokens",
+    "cacheWrite5mTokens": "cache-write 5m tokens",
+    "cacheWrite1hTokens": "cache-write 1h tokens",
+    "cacheWriteTokens": "cache-write tokens",
+    "outputTokens": "output tokens",
+    "reasoningTokens": "reasoning tokens",
+    "toolCalls": "tool calls",
+    "latencyMs": "latency (ms)",
+    "costUsd": "provider-reported cost (USD)",
+    "apiListPriceUsd": "API list price (USD)",
+    "quotaFiveHourConsumptionPct": "5-hour quota (points)",
+    "quotaSevenDayConsumptionPct": "7-day quota (points)",
+}
+QUESTION_TITLES: Final = {
+    "tokens": "Tokens",
+    "cost": "API list price",
+    "subscription": "Subscription quota",
+    "correctness": "Correctness",
+}
+SHORT_REASONS: Final = {
+    "not-observed": "not observed",
+    "too-few-pairs": "too few pairs",
+    "correctness-regressed": "saving, correctness regressed",
+    "correctness-unproven": "saving, correctness not graded",
+    "adjusted-threshold": "above the adjusted threshold",
+    "decision-interval": "only the 95% CI excludes 0",
+    "below-gate": "below the plan's pairs",
+    "not-tested": "not tested",
+    "cohort-below-gate": "cohort below the gate",
+    "not-graded": "nothing graded",
+    "no-quota-units": "no quota measurement",
+    "below-precision": "below the windows' precision",
+}
+NULL: Final = "—"
+
+
+def metric_title(metric: str) -> str:
+    return METRIC_TITLES.get(metric, metric)
+
+
+def digits(metric: str | None) -> int:
+    """Decimals for a metric's values: dollars need more than tokens; quota points 2."""
+    if metric is None:
+        return 1
+    if metric.endswith("Usd"):
+        return 6
+    if metric.endswith("Pct"):
+        return 2
+    return 1
+
+
+def number(value: Any, places: int = 1, *, signed: bool = False) -> str:
+    if value is None:
+        return NULL
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    if isinstance(value, int | float):
+        return f"{value:+,.{places}f}" if signed else f"{value:,.{places}f}"
+    return str(value)
+
+
+def interval(low: Any, high: Any, places: int) -> str:
+    if low is None and high is None:
+        return NULL
+    lo = "−∞" if low is None else number(low, places)
+    hi = "+∞" if high is None else number(high, places)
+    return f"[{lo}, {hi}]"
+
+
+def percent(value: Any) -> str:
+    return NULL if value is None else f"{100 * value:.0f}%"
+
+
+def decision_word(effect: Mapping[str, Any]) -> str:
+    """``win``, ``regression`` or a short reason (empty when there is nothing to say)."""
+    decision = effect.get("decision")
+    if decision in ("primary-win", "secondary-win"):
+        return "win"
+    if decision == "regression":
+        return "regression"
+    if decision == "not-tested":
+        return "not tested"
+    reason = effect.get("reason")
+    return SHORT_REASONS.get(str(reason), str(reason)) if reason else ""
+
+
+def reason_text(reason: str) -> str:
+    return SHORT_REASONS.get(reason, reason)
+
+
+def headline_cell(question: str, cell: Mapping[str, Any]) -> str:
+    """``2 win · 1 regression · 4 no evidence`` (+ ``· 1 insufficient`` when any)."""
+    words = LABELS[question]
+    parts = [f"{cell.get(k, 0)} {words[k]}" for k in ("win", "regression", "noEvidence")]
+    if cell.get("insufficient"):
+        parts.append(f"{cell['insufficient']} insufficient")
+    return " · ".join(parts)
+
+
+_SENTENCE_WORDS: Final = {
+    "tokens": ("fewer {metric}", "more {metric}"),
+    "cost": ("a lower API list price", "a higher API list price"),
+    "subscription": ("less subscription quota", "more subscription quota"),
+    "correctness": ("more correct answers", "fewer correct answers"),
+}
+
+
+def summary_sentence(row: Mapping[str, Any]) -> str:
+    """One contrast of the headline in words: what its task cohorts showed."""
+    n = int(row.get("cohorts", 0))
+    parts = []
+    for question, (better, worse) in _SENTENCE_WORDS.items():
+        cell = row.get(question, {})
+        metric = str(cell.get("metric", ""))
+        for key, words in (("win", better), ("regression", worse)):
+            if cell.get(key):
+                parts.append(f"{words.format(metric=metric)} in {cell[key]} of {n}")
+    shown = "; ".join(parts) if parts else "no win and no regression shown on any question"
+    cohorts = "task cohort" if n == 1 else "task cohorts"
+    return f"{row.get('treatment')} vs {row.get('control')} ({n} {cohorts}): {shown}."
+
+
+def reasons_text(cell: Mapping[str, Any], limit: int = 3) -> str:
+    """The most frequent reasons of a headline cell: ``quota-interval-mismatch (5)``."""
+    items = list(cell.get("reasons", {}).items())[:limit]
+    return ", ".join(f"{reason_text(r)} ({n})" for r, n in items)
+
+
+def pairs_text(verdict: Mapping[str, Any]) -> str:
+    """``2 pairs, a reduction in 1 of 4 intervals`` for a subscription verdict."""
+    n = int(verdict.get("pairs", 0))
+    outcomes = verdict.get("intervals", {})
+    total = sum(int(v) for v in outcomes.values())
+    text = f"{n} pair" + ("" if n == 1 else "s")
+    if total:
+        text += f", a reduction in {outcomes.get('reduction', 0)} of {total} intervals"
+    return text
+
+
+def cohort_title(key: Mapping[str, Any]) -> str:
+    extra = [] if key.get("stratum") in (None, "default") else [f"stratum {key.get('stratum')}"]
+    if key.get("modelVersion") not in (None, "unknown"):
+        extra.append(f"model version {key.get('modelVersion')}")
+    suffix = f" ({', '.join(extra)})" if extra else ""
+    return f"{key.get('taskId')}{suffix}"
+
+
+def group_title(group: Mapping[str, Any]) -> str:
+    return f"{group.get('client')} {group.get('clientVersion')} · {group.get('model')}"
+
+
+__all__ = [
+    "METRIC_TITLES",
+    "NULL",
+    "QUESTION_TITLES",
+    "cohort_title",
+    "decision_word",
+    "digits",
+    "group_title",
+    "headline_cell",
+    "interval",
+    "metric_title",
+    "number",
+    "pairs_text",
+    "percent",
+    "reason_text",
+    "reasons_text",
+    "summary_sentence",
+]
+
+
+def headline_table(
+    rows: Sequence[Mapping[str, Any]],
+    questions: Sequence[str],
+    titles: Mapping[str, str],
+    cell: Callable[[str, Mapping[str, Any]], str],
+    reasons_heading: str,
+) -> list[str]:
+    """One headline group as a markdown table (a row per contrast, a cell per question),
+    then the reasons behind each "no evidence" / "insufficient" cell under ``reasons_heading``."""
+    lines = ["| contrast | " + " | ".join(titles[q] for q in questions) + " |"]
+    lines.append("|---" * (len(questions) + 1) + "|")
+    notes = []
+    for row in rows:
+        name = f"{row['treatment']} vs {row['control']}"
+        lines.append(f"| **{name}** | " + " | ".join(cell(q, row[q]) for q in questions) + " |")
+        for q in questions:
+            why = reasons_text(row[q])
+            if why and (row[q].get("noEvidence") or row[q].get("insufficient")):
+                notes.append(f"{name}, {QUESTION_TITLES[q]}: {why}")
+    lines.append("")
+    if notes:
+        lines += [f"{reasons_heading}:", "", *[f"- {n}" for n in notes], ""]
+    return lines
