@@ -34,10 +34,9 @@ from typing import Any
 
 import pytest
 
-from flows.evidence.episode_attempt import read_execution_log
 from pairlab.adapters.stack import read_env_file
 from pairlab.adapters.store.garage import garage_binary
-from tests.support import REPO_ROOT, require
+from tests.support import REPO_ROOT, read_execution_log, require
 
 pytestmark = [
     pytest.mark.docker,

@@ -85,8 +85,3 @@ def test_prefix_renames_only_pairlab_tags(monkeypatch: pytest.MonkeyPatch) -> No
         monkeypatch.setenv(images.PREFIX_ENV, bad)
         with pytest.raises(InvalidInputError):
             images.image_prefix()
-
-
-def test_the_default_images_are_never_removed_by_the_test_helper() -> None:
-    with pytest.raises(InvalidInputError):
-        images.remove_prefix_images("pairlab/")

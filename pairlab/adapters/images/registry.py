@@ -580,16 +580,3 @@ def prune(*, dry_run: bool = False, log: Log = _stderr) -> list[str]:
             run_docker(["image", "rm", target])
         removed.append(target)
     return removed
-
-
-def remove_prefix_images(prefix: str) -> list[str]:
-    """Remove every image whose repository starts with ``prefix`` (tests' own prefixes only)."""
-    if prefix == DEFAULT_PREFIX:
-        raise InvalidInputError(
-            "refusing to remove the default pairlab/ images", reason=ReasonCode.INVALID_INPUT
-        )
-    listed = run_docker(["image", "ls", "--format", "{{.Repository}}:{{.Tag}}"])
-    tags = [t for t in listed.stdout.split() if t.startswith(prefix)]
-    for tag in tags:
-        run_docker(["image", "rm", "--force", tag])
-    return tags

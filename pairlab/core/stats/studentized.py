@@ -249,8 +249,3 @@ def column_stats(data: FloatArray) -> ColumnStats:
     with np.errstate(divide="ignore", invalid="ignore"):
         t_obs = np.where(degenerate, 0.0, estimate / np.where(degenerate, 1.0, se))
     return ColumnStats(estimate, se, degenerate, np.asarray(t_obs))
-
-
-def observed_t(data: FloatArray) -> FloatArray:
-    """``mean / se`` of each column (0 for a column without spread)."""
-    return column_stats(data).t_obs
