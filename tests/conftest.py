@@ -22,6 +22,7 @@ os.environ["PAIRLAB_DOCKER_SCOPE"] = f"pytest-{os.environ.get('PYTEST_XDIST_WORK
 
 import pytest  # noqa: E402
 
+from tests.prefect_server import STARTUP_TIMEOUT_S  # noqa: E402
 from tests.scheduling import assign_groups_and_order  # noqa: E402
 
 
@@ -36,7 +37,7 @@ def prefect_harness():  # type: ignore[no-untyped-def]
     """One real Prefect engine (test harness, temporary SQLite) per test session."""
     from prefect.testing.utilities import prefect_test_harness
 
-    with prefect_test_harness(server_startup_timeout=180):
+    with prefect_test_harness(server_startup_timeout=STARTUP_TIMEOUT_S):
         yield
 
 
