@@ -13,6 +13,7 @@ from prefect.artifacts import create_markdown_artifact, create_table_artifact
 from pydantic import BaseModel, ConfigDict, Field
 
 from pairlab.adapters.certify.sim import certify_profiles
+from pairlab.core.errors import PairlabError, ReasonCode
 
 
 class CertifyParams(BaseModel):
@@ -24,7 +25,8 @@ class CertifyParams(BaseModel):
 
 @flow(name="certify-clients", validate_parameters=True)
 def certify_clients(params: CertifyParams | None = None) -> dict[str, Any]:
-    """Certify runner profiles; the run fails if any profile fails."""
+    """Certify runner profiles; the run fails if any profile fails (a PairlabError with
+    reason ``certification-failed``, exit 1, after both artifacts are written)."""
     params = params or CertifyParams()
     report = certify_profiles(backend_name=params.backend, only=params.profile)
     payload = report.to_json()
@@ -54,7 +56,10 @@ def certify_clients(params: CertifyParams | None = None) -> dict[str, Any]:
     create_markdown_artifact(key="certification-report", markdown="\n".join(lines))
     if not report.passed:
         failed = [p["profile"] for p in payload["profiles"] if p["status"] == "failed"]
-        raise RuntimeError(f"certification failed for: {', '.join(failed)}")
+        raise PairlabError(
+            f"certification failed for: {', '.join(failed)}",
+            reason=ReasonCode.CERTIFICATION_FAILED,
+        )
     return payload
 
 

@@ -11,15 +11,15 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from prefect import flow, task
+from prefect import flow
 from prefect.artifacts import create_markdown_artifact
-from prefect.cache_policies import NO_CACHE
 
 from flows.params import CompareArtifactParams
 from pairlab.core.verdict import judge_file, render_explanation
+from tasks.retry import plain_task
 
 
-@task(name="judge-artifact", cache_policy=NO_CACHE, persist_result=False)
+@plain_task("judge-artifact-file")
 def judge_artifact_file(path: str) -> dict[str, Any]:
     report = judge_file(Path(path))
     create_markdown_artifact(

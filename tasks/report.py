@@ -8,13 +8,11 @@ from pathlib import Path
 from typing import Any
 from uuid import UUID
 
-from prefect import task
 from prefect.artifacts import (
     create_markdown_artifact,
     create_progress_artifact,
     create_table_artifact,
 )
-from prefect.cache_policies import NO_CACHE
 
 from pairlab.adapters.run.directory import RunDir
 from pairlab.adapters.run.outputs import publish_outputs, published_location, write_run_outputs
@@ -29,7 +27,7 @@ from pairlab.core.report.prefect_ui import (
 from pairlab.core.report.run import analyse_records
 from pairlab.core.schemas.episode import EpisodeRecord
 from tasks.args import quoted
-from tasks.retry import infra_task
+from tasks.retry import infra_task, plain_task
 
 
 def artifact_key(prefix: str, run_id: str) -> str:
@@ -37,7 +35,7 @@ def artifact_key(prefix: str, run_id: str) -> str:
     return f"{prefix}-" + "".join(c if c.isalnum() else "-" for c in run_id.lower())[:60]
 
 
-@task(name="aggregate", cache_policy=NO_CACHE, persist_result=False)
+@plain_task("aggregate")
 def aggregate_cohorts(
     records: Sequence[EpisodeRecord], run_id: str, min_pairs: int | None, plan: ResolvedPlan
 ) -> dict[str, Any]:
@@ -46,7 +44,7 @@ def aggregate_cohorts(
     )
 
 
-@task(name="render-report", cache_policy=NO_CACHE, persist_result=False)
+@plain_task("render-report")
 def render_report(
     run_dir: RunDir,
     records: Sequence[EpisodeRecord],
@@ -80,7 +78,7 @@ def show_results(report_json: str, store: str, run_id: str) -> list[str]:
     return [key, *tables]
 
 
-@task(name="cohort-tables", cache_policy=NO_CACHE, persist_result=False)
+@plain_task("cohort-tables")
 def cohort_table_artifacts(report: dict[str, Any], run_id: str) -> list[str]:
     """One table artifact per primary metric (pairlab/core/report/prefect_ui.py)."""
     note = exploratory_note(report)
@@ -97,7 +95,7 @@ def cohort_table_artifacts(report: dict[str, Any], run_id: str) -> list[str]:
     return keys
 
 
-@task(name="progress", cache_policy=NO_CACHE, persist_result=False)
+@plain_task("progress")
 def progress_artifact(progress: float, description: str) -> UUID:
     """The progress card (a task run's artifact, so the headline stays first)."""
     created: UUID = create_progress_artifact(  # type: ignore[assignment]  # sync here

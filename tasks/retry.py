@@ -1,4 +1,5 @@
-"""Retry policy shared by the tasks: retry infrastructure errors only."""
+"""Task decorators shared by the tasks and flows: retry infrastructure errors only
+(:func:`infra_task`), or run once (:func:`plain_task`); neither caches nor persists."""
 
 from __future__ import annotations
 
@@ -39,3 +40,9 @@ def infra_task(name: str) -> Callable[[Callable[P, R]], Task[P, R]]:
         cache_policy=NO_CACHE,
         persist_result=False,
     )
+
+
+def plain_task(name: str) -> Callable[[Callable[P, R]], Task[P, R]]:
+    """A task run once (no retry), never cached and its result never persisted: the
+    run directory and the store hold what a run keeps, not Prefect's result storage."""
+    return task(name=name, cache_policy=NO_CACHE, persist_result=False)

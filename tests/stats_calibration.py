@@ -139,7 +139,7 @@ def candidates_cell(
     from scipy import special, stats
 
     from pairlab.core.stats import draw_resample_counts
-    from pairlab.core.stats.studentized import observed_t, studentized_sums
+    from pairlab.core.stats.studentized import column_stats, studentized_sums
 
     sampler = SHAPES[shape][1]
     n = pairs
@@ -158,7 +158,7 @@ def candidates_cell(
         mean = data.mean(axis=0)
         se = data.std(axis=0, ddof=1) / np.sqrt(n)
         centered = (data - mean).astype(np.float32)
-        sums = studentized_sums(centered, counts, observed_t(data))
+        sums = studentized_sums(centered, counts, column_stats(data).t_obs)
         tq = np.sort(sums.tstar, axis=1) * np.sqrt(n - 1.0)
         boot = (mean - tq[:, resamples - 1 - k] * se, mean - tq[:, k] * se)
         s1 = np.sort(sums.s1, axis=1).astype(np.float64)

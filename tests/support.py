@@ -8,13 +8,17 @@ when the service is absent -- except when ``PAIRLAB_REQUIRE_SERVICES=1`` (set by
 from __future__ import annotations
 
 import importlib.util
+import json
 import os
 import subprocess
 import sys
 from pathlib import Path
 from types import ModuleType
+from typing import Any
 
 import pytest
+
+from flows.evidence.episode_attempt import EXECUTION_LOG
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 CATALOG_DIR = REPO_ROOT / "catalog"
@@ -82,3 +86,11 @@ def require(available: bool, what: str) -> None:
     if services_required():
         pytest.fail(f"required service unavailable (PAIRLAB_REQUIRE_SERVICES=1): {what}")
     pytest.skip(f"service unavailable: {what}")
+
+
+def read_execution_log(episode_dir: Path) -> list[dict[str, Any]]:
+    """The ``start``/``end`` lines an episode's attempts appended (``episode_attempt``)."""
+    path = episode_dir / EXECUTION_LOG
+    if not path.exists():
+        return []
+    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line]

@@ -82,6 +82,22 @@ def runs_of(server: PrefectServer, deployment_id: str) -> list[dict[str, Any]]:
     return list(api(server, "POST", "/flow_runs/filter", body))
 
 
+def wait_for_created_run(server: PrefectServer, deployment_id: str, timeout_s: float) -> str:
+    """The id of the one flow run the UI created for ``deployment_id``, once the server has it.
+
+    What a browser test waits on after submitting a form: the run appearing through the
+    API, not the page's navigation (which under load can take longer than the run's
+    creation and proves nothing about it)."""
+    deadline = time.monotonic() + timeout_s
+    while True:
+        runs = runs_of(server, deployment_id)
+        if runs:
+            assert len(runs) == 1, runs
+            return str(runs[0]["id"])
+        assert time.monotonic() < deadline, f"the UI created no flow run in {timeout_s:.0f} s"
+        time.sleep(0.5)
+
+
 def wait_for_run(
     server: PrefectServer, flow_run_id: str, until: tuple[str, ...], timeout_s: float
 ) -> dict[str, Any]:

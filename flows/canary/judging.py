@@ -14,15 +14,14 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from prefect import task
 from prefect.artifacts import create_markdown_artifact
-from prefect.cache_policies import NO_CACHE
 
 from flows.canary.manifest import TRIALS
 from pairlab.adapters.run.directory import RunDir
 from pairlab.core.canary import RunEvidence, TrialManifest, build_artifact
 from pairlab.core.verdict import VerdictReport, judge_file, render_explanation
 from tasks.report import artifact_key
+from tasks.retry import plain_task
 
 ARTIFACT = f"{TRIALS}/artifact.json"
 
@@ -33,7 +32,7 @@ def write_artifact(
     run_dir.write_json(ARTIFACT, build_artifact(manifest, evidence))
 
 
-@task(name="judge-artifact", cache_policy=NO_CACHE, persist_result=False)
+@plain_task("judge-trial-artifact")
 def judge_trial_artifact(run_dir: RunDir, trial_id: str) -> VerdictReport:
     report = judge_file(run_dir.path / ARTIFACT)
     explanation = render_explanation(report)

@@ -14,9 +14,7 @@ import secrets
 from datetime import UTC, datetime, timedelta
 from typing import Any, Final
 
-from prefect import task
 from prefect.artifacts import create_markdown_artifact
-from prefect.cache_policies import NO_CACHE
 
 from flows.params import CanaryTrialParams
 from pairlab.adapters.run.directory import RunDir
@@ -36,6 +34,7 @@ from pairlab.core.schedule import Schedule
 from pairlab.core.schemas.catalog import LoadedSuite
 from pairlab.core.schemas.profile import RunnerProfile
 from tasks.report import artifact_key
+from tasks.retry import plain_task
 
 TRIALS: Final = "trials"  # the trial's own files inside its run dir
 STRATA_MEANING: Final = {
@@ -113,7 +112,7 @@ def _budget(params: CanaryTrialParams, profile: RunnerProfile, episodes: int) ->
     )
 
 
-@task(name="freeze-manifest", cache_policy=NO_CACHE, persist_result=False)
+@plain_task("freeze-manifest")
 def freeze_manifest(
     params: CanaryTrialParams,
     trial_id: str,

@@ -18,12 +18,19 @@ answer is flow-run heartbeats plus a proactive automation that marks runs
 without heartbeats Crashed. ``ensure_zombie_automation`` creates that
 automation (scoped to run-pair flow runs) idempotently at dispatch time; the
 same definition is in ``infra/automations/crash-zombie-pair-runs.yaml``.
+
+A server or database restart answers 500 for a few seconds; the stack's clients retry
+those requests (``PREFECT_CLIENT_RETRY_EXTRA_CODES``, infra/compose.yaml). Creating a
+pair's flow run is not idempotent by itself (the server may have stored the run before
+the error), so every creation carries an idempotency key: the eval's flow run, the pair
+and the attempt. A retried request returns the run already created, never a second one.
 """
 
 from __future__ import annotations
 
 import os
 import threading
+import uuid
 from typing import TYPE_CHECKING, Any, cast
 
 from prefect import get_run_logger, task
@@ -137,6 +144,16 @@ def read_pair_records(run_dir: RunDir, pair: list[PlannedEpisode]) -> list[Episo
     return records
 
 
+def _eval_flow_run_id() -> str:
+    """The dispatching (evidence-eval) flow run's id: the scope of an idempotency key."""
+    from prefect.context import TaskRunContext
+
+    context = TaskRunContext.get()
+    if context is None or context.task_run.flow_run_id is None:  # outside a flow run
+        return f"unscoped-{uuid.uuid4()}"
+    return str(context.task_run.flow_run_id)
+
+
 @task(name="dispatch-pair", cache_policy=NO_CACHE, persist_result=False)
 def dispatch_pair(
     pair: list[PlannedEpisode], *, params: EvidenceEvalParams, run_dir: RunDir
@@ -154,6 +171,7 @@ def dispatch_pair(
         params=params.model_copy(update={"work_dir": str(work_root), "run_id": run_dir.run_id}),
     )
     first = pair[0]
+    eval_run = _eval_flow_run_id()
     outcomes = []
     for attempt in range(1, settings.redispatch + 2):
         flow_run: FlowRun = cast(  # sync call: a FlowRun, never the coroutine
@@ -164,6 +182,7 @@ def dispatch_pair(
                 flow_run_name=f"{first.task_id}#{first.repetition} {run_dir.run_id} (attempt {attempt})",
                 poll_interval=settings.poll_s,
                 tags=[PAIR_TAG, f"run:{run_dir.run_id}"],
+                idempotency_key=f"{eval_run}:{first.pair_id}:attempt-{attempt}",
                 as_subflow=True,
             ),
         )

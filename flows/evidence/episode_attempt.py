@@ -96,13 +96,6 @@ def clear_leftovers(episode_dir: Path) -> list[str]:
     return removed
 
 
-def read_execution_log(episode_dir: Path) -> list[dict[str, Any]]:
-    path = episode_dir / EXECUTION_LOG
-    if not path.exists():
-        return []
-    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line]
-
-
 @contextlib.contextmanager
 def episode_attempt(dispatch: DispatchParams, run_dir: RunDir, episode_id: str) -> Iterator[None]:
     """Hold an episode slot (if a limit is set) and log the attempt around the body."""

@@ -151,6 +151,7 @@ def ensure_env_files(settings: StackSettings) -> dict[str, str]:
             "AWS_DEFAULT_REGION=us-east-1",
             f"AWS_ENDPOINT_URL_S3={settings.s3_endpoint}",
             "PAIRLAB_S3_ADDRESSING=path",
+            "PAIRLAB_S3_RETRIES=6",  # rides out a Garage node restart (backoff 1..16 s)
             "PAIRLAB_STORE=s3://pairlab/runs",
         ],
     )
@@ -293,7 +294,7 @@ def stack_up(
     started = time.monotonic()
     compose_command()
     if build:
-        from pairlab.adapters.images.registry import build_images
+        from pairlab.adapters.images.build import build_images
 
         build_images(STACK_IMAGES, log=log)
     ensure_env_files(settings)

@@ -33,7 +33,7 @@ def register(app: typer.Typer) -> None:
         as_json: Annotated[bool, typer.Option("--json")] = False,
     ) -> None:
         """Build what is missing or stale, reuse the rest (cached by tag and input hash)."""
-        from pairlab.adapters.images.registry import build_images
+        from pairlab.adapters.images.build import build_images
 
         results = build_images(names or [], force=force)
         if as_json:
@@ -45,7 +45,7 @@ def register(app: typer.Typer) -> None:
     @images.command("list")
     def list_cmd(as_json: Annotated[bool, typer.Option("--json")] = False) -> None:
         """Every registry image: present, current (inputs unchanged), size."""
-        from pairlab.adapters.images.registry import list_images
+        from pairlab.adapters.images.inventory import list_images
 
         rows = list_images()
         if as_json:
@@ -67,7 +67,7 @@ def register(app: typer.Typer) -> None:
         ] = False,
     ) -> None:
         """Remove superseded pairlab images (older input hashes, build stages)."""
-        from pairlab.adapters.images.registry import prune
+        from pairlab.adapters.images.inventory import prune
 
         removed = prune(dry_run=dry_run)
         typer.echo(f"{'would remove' if dry_run else 'removed'} {len(removed)} image(s)")

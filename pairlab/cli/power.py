@@ -15,14 +15,16 @@ import math
 import sys
 import tempfile
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
 from pairlab.cli.output import emit_json
-from pairlab.core.analysis.metrics import METRICS
 from pairlab.core.analysis.study_plan import ResolvedPlan
 from pairlab.core.errors import InvalidInputError, ReasonCode
+
+if TYPE_CHECKING:
+    from pairlab.core.analysis.power_study import PowerStudy
 
 
 def _records_and_plan(
@@ -132,134 +134,80 @@ def register(app: typer.Typer) -> None:
         as_json: Annotated[bool, typer.Option("--json", help="print JSON")] = False,
     ) -> None:
         """Pairs per cohort needed to detect a saving with a given power under the decision rule."""
-        from pairlab.core.analysis.cohorts import paired_samples
-        from pairlab.core.analysis.power import Effect, PowerSimulator, plan_cohort
+        from pairlab.core.analysis.power import Effect
+        from pairlab.core.analysis.power_study import PowerRequest, power_study
 
-        if model not in ("normal", "empirical"):
-            raise InvalidInputError(
-                f"--model {model!r}: normal or empirical", reason=ReasonCode.INVALID_INPUT
-            )
         try:
             wanted = Effect.parse(effect)
         except ValueError as exc:
             raise InvalidInputError(str(exc), reason=ReasonCode.INVALID_INPUT) from exc
-        with tempfile.TemporaryDirectory(prefix="pairlab-power-") as tmp:
-            records, resolved, source = _records_and_plan(pilot, plan, Path(tmp))
-        study = resolved.plan
-        contrasts = contrast or list(study.primary_contrasts)
-        level = study.alpha if alpha is None else alpha
-        if not 0 < level <= 0.2:
-            raise InvalidInputError(
-                f"--alpha {level}: must be in (0, 0.2]", reason=ReasonCode.INVALID_INPUT
-            )
-        family = family_size or len(study.primary_contrasts)
-        per_test = level / 2.0 / family  # one-sided, Holm's first step
-        notes = []
-        metrics = {
-            c: metric or study.primary_metric_of(c) or study.primary_metric for c in contrasts
-        }
-        for c, m in metrics.items():
-            if m not in METRICS:
-                raise InvalidInputError(f"unknown metric {m!r}", reason=ReasonCode.INVALID_INPUT)
-            if study.primary_metric_of(c) != m:
-                notes.append(
-                    f"{c} {m} is not a primary test of plan {study.id!r}: powered at alpha/{family} "
-                    "(use --family-size for the secondary family's size)"
-                )
-        simulator = PowerSimulator(
-            alpha_one_sided=per_test,
-            model=model,  # type: ignore[arg-type]
+        request = PowerRequest(
+            effect=wanted,
+            power=power,
+            metric=metric,
+            contrasts=contrast,
+            alpha=alpha,
+            family_size=family_size,
+            model=model,
+            min_pilot_pairs=min_pilot_pairs,
+            max_pairs=max_pairs,
             replicates=replicates,
         )
-        rows = []
-        show_progress = sys.stderr.isatty()
-        for m in sorted(set(metrics.values())):
-            for sample in paired_samples(records, m):
-                label = sample.contrast.label
-                if metrics.get(label) != m:
-                    continue
-                if show_progress:  # the simulation takes seconds per cohort at large n
-                    typer.echo(f"simulating {sample.key['taskId']} {label} {m} ...", err=True)
-                rows.append(
-                    plan_cohort(
-                        simulator,
-                        key=sample.key,
-                        contrast=label,
-                        metric=m,
-                        diffs=sample.diffs,
-                        control=sample.control,
-                        excluded_null=sample.excluded_null,
-                        effect=wanted,
-                        power=power,
-                        min_pilot_pairs=min_pilot_pairs,
-                        max_pairs=max_pairs,
-                    )
-                )
-        ok = [r for r in rows if r.status == "ok" and r.required_pairs is not None]
-        if not rows:
-            raise InvalidInputError(
-                f"{source}: no cohort has the contrasts {', '.join(contrasts)}",
-                reason=ReasonCode.INSUFFICIENT_PILOT,
-            )
-        pre = max((r.required_pairs or 0) for r in ok) if ok else None
-        payload = {
-            "source": source,
-            "plan": {"id": study.id, "source": resolved.source, "sha256": resolved.sha256},
-            "effect": str(wanted),
-            "power": power,
-            "alpha": level,
-            "familySize": family,
-            "alphaPerTest": per_test,
-            "model": model,
-            "replicates": replicates,
-            "decisionRule": "studentized-hybrid (Student t and bootstrap-t hull), Holm's first step",
-            "cohorts": [r.to_json() for r in rows],
-            "preRegister": None
-            if pre is None
-            else {
-                "minPairs": pre,
-                "env": f"TOKEN_OPTIMIZER_EVAL_MIN_PAIRS={pre}",
-                "plan": f"min_pairs: {pre}",
-                "repetitions": pre,
-            },
-            "notes": notes,
-        }
+        with tempfile.TemporaryDirectory(prefix="pairlab-power-") as tmp:
+            records, resolved, source = _records_and_plan(pilot, plan, Path(tmp))
+        show_progress = sys.stderr.isatty()  # the simulation takes seconds per cohort at large n
+        study = power_study(
+            records,
+            resolved,
+            request,
+            source=source,
+            progress=(lambda line: typer.echo(line, err=True)) if show_progress else None,
+        )
         if as_json:
-            emit_json(payload)
+            emit_json(study.to_json())
         else:
-            typer.echo(
-                f"pilot {source}: a saving of {str(wanted).lstrip('-')} with power {power:g}, alpha {level:g} over "
-                f"{family} primary test(s) ({per_test:.4g} one-sided per test), {model} model; "
-                f"plan {study.id!r} ({resolved.source})"
-            )
-            typer.echo("")
-            typer.echo(
-                "| cohort | contrast | metric | pilot pairs | sd | effect | pairs needed "
-                "(sd 80% interval) | power | status |"
-            )
-            typer.echo("| --- | --- | --- | ---: | ---: | ---: | ---: | ---: | --- |")
-            for r in rows:
-                k = r.key
-                label = f"{k['client']} {k['clientVersion']} / {k['model']} / {k['taskId']} / {k['stratum']}"
-                span = f"{_fmt(r.pairs_if_sd_low)}-{_fmt(r.pairs_if_sd_high)}"
-                typer.echo(
-                    f"| {label} | {r.contrast} | {r.metric} | {r.pilot_pairs} | {_fmt(r.sd)} | "
-                    f"{_fmt(r.effect)} | {_fmt(r.required_pairs)} ({span}) | "
-                    f"{_fmt(r.power_at_required, 3)} | {r.status} |"
-                )
-            typer.echo("")
-            for note in notes:
-                typer.echo(f"note: {note}")
-            if pre is None:
-                typer.echo(
-                    "no cohort could be estimated: run a larger pilot (at least "
-                    f"{min_pilot_pairs} pairs per cohort)"
-                )
-            else:
-                typer.echo(
-                    f"pre-register: {pre} pairs per cohort (repetitions >= {pre}): "
-                    f"TOKEN_OPTIMIZER_EVAL_MIN_PAIRS={pre}, or `min_pairs: {pre}` in "
-                    "catalog/suites/<suite>.plan.yaml"
-                )
-        if pre is None:
+            _print_study(study)
+        if study.pre_register is None:
             raise typer.Exit(2)
+
+
+def _print_study(study: PowerStudy) -> None:
+    """The study as text: what was asked, a row per cohort, the notes, the answer."""
+    request, resolved, pre = study.request, study.plan, study.pre_register
+    typer.echo(
+        f"pilot {study.source}: a saving of {str(request.effect).lstrip('-')} with power "
+        f"{request.power:g}, alpha {study.alpha:g} over {study.family} primary test(s) "
+        f"({study.alpha_per_test:.4g} one-sided per test), {request.model} model; "
+        f"plan {resolved.plan.id!r} ({resolved.source})"
+    )
+    typer.echo("")
+    typer.echo(
+        "| cohort | contrast | metric | pilot pairs | sd | effect | pairs needed "
+        "(sd 80% interval) | power | status |"
+    )
+    typer.echo("| --- | --- | --- | ---: | ---: | ---: | ---: | ---: | --- |")
+    for r in study.rows:
+        k = r.key
+        label = (
+            f"{k['client']} {k['clientVersion']} / {k['model']} / {k['taskId']} / {k['stratum']}"
+        )
+        span = f"{_fmt(r.pairs_if_sd_low)}-{_fmt(r.pairs_if_sd_high)}"
+        typer.echo(
+            f"| {label} | {r.contrast} | {r.metric} | {r.pilot_pairs} | {_fmt(r.sd)} | "
+            f"{_fmt(r.effect)} | {_fmt(r.required_pairs)} ({span}) | "
+            f"{_fmt(r.power_at_required, 3)} | {r.status} |"
+        )
+    typer.echo("")
+    for note in study.notes:
+        typer.echo(f"note: {note}")
+    if pre is None:
+        typer.echo(
+            "no cohort could be estimated: run a larger pilot (at least "
+            f"{request.min_pilot_pairs} pairs per cohort)"
+        )
+    else:
+        typer.echo(
+            f"pre-register: {pre} pairs per cohort (repetitions >= {pre}): "
+            f"TOKEN_OPTIMIZER_EVAL_MIN_PAIRS={pre}, or `min_pairs: {pre}` in "
+            "catalog/suites/<suite>.plan.yaml"
+        )

@@ -6,6 +6,7 @@ with PREFECT_API_URL set, runs are recorded on that server instead.
 
 from __future__ import annotations
 
+import inspect
 import os
 import sys
 from pathlib import Path
@@ -13,6 +14,7 @@ from typing import Annotated, Any, TypeVar
 
 import typer
 
+from pairlab.cli.model_options import command_with, field_default, field_option, plain_option
 from pairlab.cli.output import emit_json
 from pairlab.core.errors import EnvironmentUnavailable, ReasonCode
 
@@ -41,7 +43,7 @@ def _prepare_docker_images(profile: Any) -> None:
     the flow then finds the images ready (``ensure_image`` remembers them)."""
     from pairlab.adapters.clients.registry import REAL_CLIS
     from pairlab.adapters.docker_engine import connect
-    from pairlab.adapters.images.registry import ensure_image
+    from pairlab.adapters.images.build import ensure_image
 
     connect().close()
     if profile.client in REAL_CLIS:
@@ -175,133 +177,122 @@ def _demo_client(profile: str) -> str:
     return f"{loaded.client}"
 
 
+def _eval_options() -> list[inspect.Parameter]:
+    """``pairlab eval``'s options, in help order: each flow parameter's default, help and
+    bounds from :class:`flows.params.EvidenceEvalParams` (and the nested models it holds);
+    the names and shapes of the command line (``--task``, ``--arms a,b``, ``--plan``, ...)
+    stay the command's."""
+    from flows.params import EvidenceEvalParams as E
+    from flows.params import WarmStratumParams
+    from pairlab.core.emulator.run_settings import EmulatorSettings
+
+    arms = ",".join(field_default(E, "arms"))
+    use = "unknown (default: quota consumption stays null), no, yes"
+    return [
+        *[
+            field_option(E, name)
+            for name in ("suite", "profile", "repetitions", "backend", "store")
+        ],
+        field_option(
+            E,
+            "task_filter",
+            param="task",
+            flags=["--task"],
+            kind=list[str] | None,
+            default=None,
+            help="Only these task ids (repeatable; default: every task)",
+        ),
+        field_option(
+            E, "arms", kind=str, default=arms, help="Comma-separated arms; baseline is required"
+        ),
+        *[
+            field_option(E, name)
+            for name in ("model", "seed", "concurrency", "min_pairs", "run_id")
+        ],
+        field_option(E, "study_plan", param="plan", flags=["--plan"]),
+        *[field_option(E, name) for name in ("include_transcript", "keep_workspaces")],
+        *[field_option(E, name) for name in ("on_secret", "work_dir")],
+        field_option(
+            E,
+            "unrelated_concurrent_use",
+            param="concurrent_use",
+            flags=["--unrelated-concurrent-use"],
+            kind=str,
+            default="unknown",
+            help=f"Real accounts: did anything else use the account during the run? {use}",
+        ),
+        *[
+            field_option(E, n)
+            for n in ("quota_interval_episodes", "quota_interval_s", "holdout_share")
+        ],
+        field_option(
+            WarmStratumParams,
+            "harvest_task",
+            param="warm_harvest_task",
+            flags=["--warm-harvest-task"],
+            kind=str | None,
+            default=None,
+            help=f"{E.model_fields['warm'].description}: this suite task's full-arm "
+            "session harvests the findings carried into it (docs/findings.md)",
+        ),
+        field_option(
+            EmulatorSettings,
+            "faults",
+            param="emulator_fault",
+            flags=["--emulator-fault"],
+            kind=list[str] | None,
+            default=None,
+            hidden=True,
+            help="Advanced (emulator profiles): inject a fault, "
+            "KIND@REQUEST[:TASK[:ARM[:REPETITION]]], repeatable",
+        ),
+        field_option(
+            EmulatorSettings,
+            "wrong_probability",
+            param="emulator_wrong_probability",
+            kind=float | None,
+            default=None,
+            hidden=True,
+        ),
+        plain_option("as_json", bool, False, "--json", help="Print a JSON summary"),
+    ]
+
+
+def _eval(
+    *,
+    arms: str,
+    task: list[str] | None,
+    plan: str | None,
+    concurrent_use: str,
+    warm_harvest_task: str | None,
+    emulator_fault: list[str] | None,
+    emulator_wrong_probability: float | None,
+    as_json: bool,
+    **fields: Any,
+) -> None:
+    """Run the evidence-eval flow on the embedded defaults (no server needed)."""
+    from flows.params import EvidenceEvalParams
+    from pairlab.core.emulator.run_settings import EmulatorSettings, parse_fault_rule
+
+    emulator: dict[str, Any] = {"faults": [parse_fault_rule(f) for f in emulator_fault or []]}
+    if emulator_wrong_probability is not None:
+        emulator["wrong_probability"] = emulator_wrong_probability
+    params = _params(
+        EvidenceEvalParams,
+        **fields,
+        task_filter=task or [],
+        arms=[a.strip() for a in arms.split(",") if a.strip()],
+        study_plan=plan,
+        unrelated_concurrent_use=_assertion(concurrent_use),
+        warm=None if warm_harvest_task is None else {"harvest_task": warm_harvest_task},
+        emulator=_params(EmulatorSettings, **emulator),
+    )
+    result = _run_eval(params, show_progress=not as_json and sys.stderr.isatty())
+    _print_result(result, as_json)
+
+
 def register(app: typer.Typer) -> None:
-    @app.command("eval")
-    def eval_cmd(
-        suite: Annotated[str, typer.Option(help="Task suite id")] = "core",
-        profile: Annotated[str, typer.Option(help="Runner profile name")] = "sim",
-        repetitions: Annotated[int, typer.Option(min=1, help="Pairs per task")] = 5,
-        backend: Annotated[str, typer.Option(help="local or docker")] = "local",
-        store: Annotated[
-            str, typer.Option(help="Local directory or s3://bucket/prefix")
-        ] = "pairlab-store",
-        task: Annotated[
-            list[str] | None, typer.Option("--task", help="Only these task ids (repeatable)")
-        ] = None,
-        arms: Annotated[
-            str, typer.Option(help="Comma-separated arms")
-        ] = "baseline,optimizer,retrieval,full",
-        model: Annotated[str | None, typer.Option(help="Model id for the CLI")] = None,
-        seed: Annotated[int, typer.Option(help="Recorded seed")] = 0,
-        concurrency: Annotated[int, typer.Option(min=1, help="Pairs at the same time")] = 1,
-        min_pairs: Annotated[
-            int | None,
-            typer.Option(
-                help="Causal gate (default: the study plan's minimum pairs, 5 by default)"
-            ),
-        ] = None,
-        run_id: Annotated[str | None, typer.Option(help="Resume this run id")] = None,
-        plan: Annotated[
-            str | None,
-            typer.Option(
-                help="Study plan file (default: catalog/suites/<suite>.plan.yaml, else the "
-                "default plan); frozen when the run starts"
-            ),
-        ] = None,
-        include_transcript: Annotated[
-            bool, typer.Option(help="Store prompt/stdout/stderr")
-        ] = False,
-        keep_workspaces: Annotated[bool, typer.Option(help="Keep episode workspaces")] = False,
-        on_secret: Annotated[str, typer.Option(help="redact or refuse")] = "redact",
-        work_dir: Annotated[str, typer.Option(help="Local staging directory")] = ".pairlab/work",
-        concurrent_use: Annotated[
-            str,
-            typer.Option(
-                "--unrelated-concurrent-use",
-                help="Real accounts: did anything else use the account during the run? "
-                "unknown (default: quota consumption stays null), no, yes",
-            ),
-        ] = "unknown",
-        quota_interval_episodes: Annotated[
-            int | None,
-            typer.Option(
-                help="Quota-aware schedule: each arm runs this many episodes back to back in "
-                "one scheduled quota interval (see `pairlab plan`)"
-            ),
-        ] = None,
-        quota_interval_s: Annotated[
-            float, typer.Option(help="Length of each scheduled quota interval, seconds")
-        ] = 120.0,
-        holdout_share: Annotated[
-            float,
-            typer.Option(
-                min=0.0,
-                max=1.0,
-                help="Retrieval holdouts: seeded share of eligible findings withheld "
-                "(ids and shadow tokens logged)",
-            ),
-        ] = 0.5,
-        warm_harvest_task: Annotated[
-            str | None,
-            typer.Option(
-                help="Claim 4: plan a warm stratum; this task's full-arm session harvests the "
-                "findings carried into it (docs/findings.md)"
-            ),
-        ] = None,
-        emulator_fault: Annotated[
-            list[str] | None,
-            typer.Option(
-                "--emulator-fault",
-                hidden=True,
-                help="Advanced (emulator profiles): inject a fault, "
-                "KIND@REQUEST[:TASK[:ARM[:REPETITION]]], repeatable",
-            ),
-        ] = None,
-        emulator_wrong_probability: Annotated[
-            float | None,
-            typer.Option(
-                hidden=True,
-                help="Advanced (emulator profiles): the scripted model's wrong-solution chance",
-            ),
-        ] = None,
-        as_json: Annotated[bool, typer.Option("--json", help="Print a JSON summary")] = False,
-    ) -> None:
-        """Run the evidence-eval flow on the embedded defaults (no server needed)."""
-        from flows.params import EvidenceEvalParams
-        from pairlab.core.emulator.run_settings import EmulatorSettings, parse_fault_rule
-
-        emulator: dict[str, Any] = {"faults": [parse_fault_rule(f) for f in emulator_fault or []]}
-        if emulator_wrong_probability is not None:
-            emulator["wrong_probability"] = emulator_wrong_probability
-
-        params = _params(
-            EvidenceEvalParams,
-            suite=suite,
-            profile=profile,
-            repetitions=repetitions,
-            backend=backend,
-            store=store,
-            task_filter=task or [],
-            arms=[a.strip() for a in arms.split(",") if a.strip()],
-            model=model,
-            seed=seed,
-            concurrency=concurrency,
-            min_pairs=min_pairs,
-            run_id=run_id,
-            study_plan=plan,
-            include_transcript=include_transcript,
-            keep_workspaces=keep_workspaces,
-            on_secret=on_secret,
-            work_dir=work_dir,
-            unrelated_concurrent_use=_assertion(concurrent_use),
-            quota_interval_episodes=quota_interval_episodes,
-            quota_interval_s=quota_interval_s,
-            holdout_share=holdout_share,
-            warm=None if warm_harvest_task is None else {"harvest_task": warm_harvest_task},
-            emulator=_params(EmulatorSettings, **emulator),
-        )
-        result = _run_eval(params, show_progress=not as_json and sys.stderr.isatty())
-        _print_result(result, as_json)
+    app.command("eval")(command_with(_eval, _eval_options(), _eval.__doc__ or ""))
 
     @app.command("demo")
     def demo_cmd(

@@ -55,6 +55,22 @@ class PlannedEpisode(CamelModel):
     stratum: str | None = None  # canary trials only
     quota_interval: str | None = None  # quota-aware evidence plans only
 
+    @classmethod
+    def of(
+        cls, task_id: str, repetition: int, order: int, arm: str, pair_id: str, **where: str | None
+    ) -> PlannedEpisode:
+        """The episode of ``arm`` at ``order`` in pair ``pair_id`` (its id derived from
+        both); ``where``: its stratum or quota interval, when the design has one."""
+        return cls(
+            task_id=task_id,
+            repetition=repetition,
+            order=order,
+            arm=arm,
+            pair_id=pair_id,
+            episode_id=make_episode_id(pair_id, arm),
+            **where,
+        )
+
 
 class QuotaIntervalPlan(CamelModel):
     """Each arm's ``episodes_per_interval`` episodes of a block run in one scheduled
@@ -220,14 +236,8 @@ def plan_schedule(
                 for repetition in reps:
                     pair_id = make_pair_id(run_id, task_id, repetition)
                     entries.append(
-                        PlannedEpisode(
-                            task_id=task_id,
-                            repetition=repetition,
-                            order=position,
-                            arm=arm,
-                            pair_id=pair_id,
-                            episode_id=make_episode_id(pair_id, arm),
-                            quota_interval=interval,
+                        PlannedEpisode.of(
+                            task_id, repetition, position, arm, pair_id, quota_interval=interval
                         )
                     )
     return Schedule(
@@ -265,18 +275,10 @@ def plan_canary(
                 pair_id = make_pair_id(run_id, f"{task_id}:{stratum}", repetition)
                 flip = (starts[task_id] + repetition) % 2
                 arms = CANARY_ARMS if flip == 0 else CANARY_ARMS[::-1]
-                for position, arm in enumerate(arms):
-                    entries.append(
-                        PlannedEpisode(
-                            task_id=task_id,
-                            repetition=repetition,
-                            order=position,
-                            arm=arm,
-                            pair_id=pair_id,
-                            episode_id=make_episode_id(pair_id, arm),
-                            stratum=stratum,
-                        )
-                    )
+                entries += [
+                    PlannedEpisode.of(task_id, repetition, position, arm, pair_id, stratum=stratum)
+                    for position, arm in enumerate(arms)
+                ]
     return Schedule(
         design="canary",
         run_id=run_id,

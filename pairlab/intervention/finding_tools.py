@@ -19,6 +19,7 @@
 from __future__ import annotations
 
 import hashlib
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any, Final
 
@@ -28,7 +29,13 @@ from pairlab.core.findings.contract import (
     ContractRefusal,
     validate_finding,
 )
-from pairlab.core.findings.graph import RATINGS, FindingState, needs_quarantine, stale_anchors
+from pairlab.core.findings.graph import (
+    RATINGS,
+    FindingState,
+    GraphState,
+    needs_quarantine,
+    stale_anchors,
+)
 from pairlab.core.findings.retrieval import Scored, score, select
 from pairlab.intervention.evidence_log import EvidenceLog
 from pairlab.intervention.graph_store import GraphStore, locked, now_iso
@@ -62,7 +69,80 @@ def render(finding: FindingState, stale: list[str]) -> str:
     return "\n".join(lines)
 
 
+@dataclass
+class _Candidates:
+    """The episode's active findings as recall candidates: scored, rendered, and those
+    left out as another project's."""
+
+    scored: list[Scored] = field(default_factory=list)
+    blocks: dict[str, str] = field(default_factory=dict)
+    stale_of: dict[str, list[str]] = field(default_factory=dict)
+    out_of_scope: list[str] = field(default_factory=list)
+
+
+def _candidates(
+    context: ToolContext, store: GraphStore, state: GraphState, query: str
+) -> _Candidates:
+    found = _Candidates()
+    now = datetime.now(UTC)
+    for finding in state.active():
+        hashes = {path: store.file_hash(path) for path in finding.anchor_hashes}
+        if finding.draft.scope == "project" and all(h is None for h in hashes.values()):
+            found.out_of_scope.append(finding.finding_id)  # another project's finding
+            continue
+        stale = stale_anchors(finding, hashes.get)
+        block = render(finding, stale)
+        found.blocks[finding.finding_id], found.stale_of[finding.finding_id] = block, stale
+        found.scored.append(
+            score(finding, query, now=now, stale=bool(stale), cost_tokens=context.count(block))
+        )
+    return found
+
+
+def _delivery(
+    context: ToolContext, call: ToolCall, delivered: tuple[Scored, ...], found: _Candidates
+) -> tuple[str, dict[str, Any]]:
+    """The text answering ``recall`` (the delivered findings under an injection id) and
+    its ``delivery`` event."""
+    ids = [s.finding_id for s in delivered]
+    identity = call.identity
+    digest = hashlib.sha256(f"{identity.session_id}|{identity.rpc_id}|{','.join(ids)}".encode())
+    injection = "inj-" + digest.hexdigest()[:16]
+    text = "\n".join(
+        [
+            f"Findings for this task (injection {injection}):",
+            *(found.blocks[i] for i in ids),
+            "Rate a finding with rate_finding when it proved helpful or harmful.",
+        ]
+    )
+    event = {
+        "event": "delivery",
+        "injectionId": injection,
+        "findings": [
+            {
+                "findingId": s.finding_id,
+                "tokens": s.cost_tokens,
+                "stale": s.stale,
+                "staleAnchors": found.stale_of[s.finding_id],
+            }
+            for s in delivered
+        ],
+        "deliveredTokens": context.count(text),
+    }
+    return text, event
+
+
+def _holdout_event(held_out: tuple[Scored, ...]) -> dict[str, Any]:
+    return {
+        "event": "holdout",
+        "findings": [{"findingId": s.finding_id, "shadowTokens": s.cost_tokens} for s in held_out],
+        "shadowTokens": sum(s.cost_tokens for s in held_out),
+    }
+
+
 def recall(context: ToolContext, call: ToolCall) -> str:
+    """Score the active findings, deliver the chosen ones or hold them out (see the module
+    docstring); every step is logged to the evidence log."""
     store, log = _stores(context)
     query = call.arguments.get("query")
     if not isinstance(query, str) or not query.strip():
@@ -72,81 +152,28 @@ def recall(context: ToolContext, call: ToolCall) -> str:
         log.append(call.identity, call.name, [{"event": "gated", "gate": gate}])
         return f"Findings were already served in this episode ({gate}); none delivered again."
     state = store.state()
-    now = datetime.now(UTC)
-    blocks: dict[str, str] = {}
-    stale_of: dict[str, list[str]] = {}
-    scored: list[Scored] = []
-    out_of_scope: list[str] = []
-    for finding in state.active():
-        hashes = {path: store.file_hash(path) for path in finding.anchor_hashes}
-        if finding.draft.scope == "project" and all(h is None for h in hashes.values()):
-            out_of_scope.append(finding.finding_id)  # another project's finding
-            continue
-        stale = stale_anchors(finding, hashes.get)
-        block = render(finding, stale)
-        blocks[finding.finding_id], stale_of[finding.finding_id] = block, stale
-        scored.append(
-            score(finding, query, now=now, stale=bool(stale), cost_tokens=context.count(block))
-        )
+    found = _candidates(context, store, state, query)
     settings = store.settings()
     unit = context.settings.pair_id or context.settings.episode_id or call.identity.session_id
     chosen = select(
-        scored, seed=settings.holdout_seed, unit=unit, holdout_share=settings.holdout_share
+        found.scored, seed=settings.holdout_seed, unit=unit, holdout_share=settings.holdout_share
     )
+    quarantined = sorted(f.finding_id for f in state.findings.values() if f.quarantined)
     events: list[dict[str, Any]] = [
         {
             "event": "recall",
             "holdoutShare": settings.holdout_share,
-            "candidates": [s.to_json() for s in scored],
-            "outOfScope": out_of_scope,
-            "quarantinedSkipped": sorted(
-                f.finding_id for f in state.findings.values() if f.quarantined
-            ),
+            "candidates": [s.to_json() for s in found.scored],
+            "outOfScope": found.out_of_scope,
+            "quarantinedSkipped": quarantined,
         }
     ]
     text = NOTHING
     if chosen.delivered:
-        ids = [s.finding_id for s in chosen.delivered]
-        injection = (
-            "inj-"
-            + hashlib.sha256(
-                f"{call.identity.session_id}|{call.identity.rpc_id}|{','.join(ids)}".encode()
-            ).hexdigest()[:16]
-        )
-        text = "\n".join(
-            [
-                f"Findings for this task (injection {injection}):",
-                *(blocks[i] for i in ids),
-                "Rate a finding with rate_finding when it proved helpful or harmful.",
-            ]
-        )
-        events.append(
-            {
-                "event": "delivery",
-                "injectionId": injection,
-                "findings": [
-                    {
-                        "findingId": s.finding_id,
-                        "tokens": s.cost_tokens,
-                        "stale": s.stale,
-                        "staleAnchors": stale_of[s.finding_id],
-                    }
-                    for s in chosen.delivered
-                ],
-                "deliveredTokens": context.count(text),
-            }
-        )
+        text, delivery = _delivery(context, call, chosen.delivered, found)
+        events.append(delivery)
     if chosen.held_out:
-        events.append(
-            {
-                "event": "holdout",
-                "findings": [
-                    {"findingId": s.finding_id, "shadowTokens": s.cost_tokens}
-                    for s in chosen.held_out
-                ],
-                "shadowTokens": sum(s.cost_tokens for s in chosen.held_out),
-            }
-        )
+        events.append(_holdout_event(chosen.held_out))
     log.append(call.identity, call.name, events)
     return text
 

@@ -4,7 +4,7 @@
 "No image present" without deleting images concurrent runs use: every image here is
 built under a test-only prefix (``PAIRLAB_IMAGE_PREFIX=pairlabfresh<pid><rand>/``, see
 pairlab.adapters.images.registry), which starts empty on any engine; the test removes exactly
-those images at the end. The base image is built from Debian packages (debootstrap)
+those images at the end (``remove_prefix_images``, which refuses the default prefix). The base image is built from Debian packages (debootstrap)
 like on a fresh machine, then the episode image on it, both on first use by the Docker
 backend. Also: a second build is a no-op (cached by tag and input hash), and a missing
 engine or build prerequisite is one line with its reason code and exit 3, no traceback.
@@ -23,7 +23,9 @@ from pathlib import Path
 
 import pytest
 
-from pairlab.adapters.images.registry import remove_prefix_images
+from pairlab.adapters.images.docker_cli import run_docker
+from pairlab.adapters.images.registry import DEFAULT_PREFIX
+from pairlab.core.errors import InvalidInputError, ReasonCode
 from tests.support import REPO_ROOT, require
 
 pytestmark = [pytest.mark.docker, pytest.mark.e2e, pytest.mark.slow, pytest.mark.timeout(1500)]
@@ -35,6 +37,19 @@ def _docker_ok() -> bool:
     return shutil.which("docker") is not None and (
         subprocess.run(["docker", "version"], capture_output=True, check=False).returncode == 0
     )
+
+
+def remove_prefix_images(prefix: str) -> list[str]:
+    """Remove every image whose repository starts with ``prefix`` (tests' own prefixes only)."""
+    if prefix == DEFAULT_PREFIX:
+        raise InvalidInputError(
+            "refusing to remove the default pairlab/ images", reason=ReasonCode.INVALID_INPUT
+        )
+    listed = run_docker(["image", "ls", "--format", "{{.Repository}}:{{.Tag}}"])
+    tags = [t for t in listed.stdout.split() if t.startswith(prefix)]
+    for tag in tags:
+        run_docker(["image", "rm", "--force", tag])
+    return tags
 
 
 @pytest.fixture(scope="module")
@@ -132,3 +147,8 @@ def test_missing_debootstrap_is_one_line_and_exit_3(tmp_path: Path) -> None:
     _one_error_line(result, "build-prerequisite-missing")
     assert "debootstrap" in result.stderr
     assert REPO_ROOT.is_dir()
+
+
+def test_the_default_images_are_never_removed_by_the_test_helper() -> None:
+    with pytest.raises(InvalidInputError):
+        remove_prefix_images("pairlab/")

@@ -20,8 +20,8 @@ from pathlib import Path
 
 import pytest
 
-from flows.evidence.episode_attempt import read_execution_log
 from tests.e2e import eval_checks as checks
+from tests.support import read_execution_log
 
 RUN_ID = "e2e-resume"
 TASKS = ["fix-median", "answer-cache-env"]

@@ -28,11 +28,6 @@ from pairlab.adapters.clients.codex import CODEX_EXEC_FLAGS, codex_final_answer,
 from pairlab.adapters.clients.registry import resolve_cli
 from pairlab.adapters.emulator import EpisodeHandle, EpisodeRegistration, Fault, ProviderEmulator
 from pairlab.adapters.episode.grading import grade
-from pairlab.adapters.intervention_wiring import (
-    EMPTY_CLAUDE_MCP_CONFIG,
-    claude_mcp_config_json,
-    codex_arm_args,
-)
 from pairlab.adapters.usage import read_usage
 from pairlab.adapters.usage.base import UsageReport
 from pairlab.core.emulator.request_ledger import RequestRow, ground_truth
@@ -41,6 +36,11 @@ from pairlab.core.schemas.catalog import TaskEntry
 from pairlab.core.schemas.episode import GraderCheck
 from pairlab.core.schemas.profile import RunnerProfile
 from pairlab.core.schemas.usage import UsageVector
+from tests.intervention_wiring import (
+    EMPTY_CLAUDE_MCP_CONFIG,
+    claude_mcp_config_json,
+    codex_arm_args,
+)
 from tests.support import CATALOG_DIR, require
 
 Cli = Literal["claude", "codex"]

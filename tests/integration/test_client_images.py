@@ -17,14 +17,14 @@ from typing import Any
 import pytest
 
 from pairlab.adapters.images.clients import CLIENT_IMAGES, build_client_image
-from pairlab.adapters.intervention_wiring import (
+from pairlab.core.accounting.ledger_rules import qualify_row
+from pairlab.core.accounting.tokenizer import load_token_counter
+from tests.integration.backend_fixtures import docker_client_or_skip
+from tests.intervention_wiring import (
     claude_arm_args,
     codex_arm_args,
     write_claude_user_config,
 )
-from pairlab.core.accounting.ledger_rules import qualify_row
-from pairlab.core.accounting.tokenizer import load_token_counter
-from tests.integration.backend_fixtures import docker_client_or_skip
 from tests.support import REPO_ROOT
 from tests.unit.test_intervention_replay import big_py, load_trace
 

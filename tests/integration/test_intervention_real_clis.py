@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from pairlab.adapters.backends.local import agent_path
-from pairlab.adapters.intervention_wiring import (
+from tests.intervention_wiring import (
     EMPTY_CLAUDE_MCP_CONFIG,
     claude_arm_args,
     codex_arm_args,

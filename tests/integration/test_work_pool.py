@@ -33,9 +33,8 @@ from typing import Any
 
 import pytest
 
-from flows.evidence.episode_attempt import read_execution_log
 from tests.prefect_server import PrefectServer, stop_process_group
-from tests.support import PROFILES_DIR, REPO_ROOT, require
+from tests.support import PROFILES_DIR, REPO_ROOT, read_execution_log, require
 
 pytestmark = [pytest.mark.prefect, pytest.mark.slow, pytest.mark.timeout(1500)]
 

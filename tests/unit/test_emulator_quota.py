@@ -103,3 +103,11 @@ def test_an_unstarted_window_states_no_reset() -> None:
     assert "anthropic-ratelimit-unified-5h-reset" not in anthropic_unified_headers(snap)
     assert "x-codex-primary-reset-at" not in codex_headers(snap)
     assert claude_oauth_usage(snap)["five_hour"]["resets_at"] is None
+
+
+def test_quota_weights_cover_exactly_the_billed_dimensions() -> None:
+    # QuotaWeights.weigh reads BILLED_DIMENSIONS: a weight per billed dimension, no other
+    from pairlab.core.emulator.quota_model import QuotaWeights
+    from pairlab.core.schemas.usage import BILLED_DIMENSIONS
+
+    assert tuple(QuotaWeights.model_fields) == BILLED_DIMENSIONS

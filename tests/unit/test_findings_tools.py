@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from pairlab.adapters.episode.finding_seeds import seed_graph
+from pairlab.adapters.backends.finding_seeds import seed_graph
 from pairlab.core.findings.contract import CONTRACT_FIELDS
 from pairlab.core.findings.retrieval import holdout_draw
 from pairlab.core.schemas.catalog import SeedFinding

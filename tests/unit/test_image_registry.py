@@ -1,5 +1,6 @@
 """The image registry (containers/images.yaml): what it lists agrees with the code that
-names images, and the input hash follows the inputs (pairlab.adapters.images.registry)."""
+names images, and the input hash follows the inputs (pairlab.adapters.images.registry,
+build_inputs)."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ import yaml
 from pairlab_simclient import __version__ as SIMCLIENT_VERSION
 
 from pairlab.adapters.images import registry as images
+from pairlab.adapters.images.build_inputs import context_files, input_hash
 from pairlab.adapters.images.clients import CLIENT_IMAGES
 from pairlab.adapters.paths import REPO_ROOT
 from pairlab.adapters.store.garage import GARAGE_VERSION
@@ -64,13 +66,13 @@ def test_input_hash_follows_inputs(tmp_path: Path) -> None:
         ignore=shutil.ignore_patterns("__pycache__"),
     )
     spec = images.load_registry()["simclient"]
-    first = images.input_hash(spec, "sha256:base1", repo)
-    assert images.input_hash(spec, "sha256:base1", repo) == first
-    assert images.input_hash(spec, "sha256:base2", repo) != first  # a new base rebuilds
+    first = input_hash(spec, "sha256:base1", repo)
+    assert input_hash(spec, "sha256:base1", repo) == first
+    assert input_hash(spec, "sha256:base2", repo) != first  # a new base rebuilds
     init = repo / "containers" / "simclient" / "pairlab_simclient" / "__init__.py"
     init.write_text(init.read_text() + "\n# changed\n")
-    assert images.input_hash(spec, "sha256:base1", repo) != first
-    paths = [rel for rel, _ in images.context_files(spec, repo)]
+    assert input_hash(spec, "sha256:base1", repo) != first
+    paths = [rel for rel, _ in context_files(spec, repo)]
     assert "pairlab_simclient/__init__.py" in paths  # relative to the context root
 
 
@@ -85,8 +87,3 @@ def test_prefix_renames_only_pairlab_tags(monkeypatch: pytest.MonkeyPatch) -> No
         monkeypatch.setenv(images.PREFIX_ENV, bad)
         with pytest.raises(InvalidInputError):
             images.image_prefix()
-
-
-def test_the_default_images_are_never_removed_by_the_test_helper() -> None:
-    with pytest.raises(InvalidInputError):
-        images.remove_prefix_images("pairlab/")

@@ -6,7 +6,10 @@ import json
 import tomllib
 from pathlib import Path
 
-from pairlab.adapters.intervention_wiring import (
+from pairlab.core.schemas.episode import ARMS
+from pairlab.intervention.settings import ARMS as SERVER_ARMS
+from pairlab.intervention.settings import PASSED_ENV
+from tests.intervention_wiring import (
     CODEX_NAMESPACE,
     claude_arm_args,
     claude_mcp_config,
@@ -15,9 +18,6 @@ from pairlab.adapters.intervention_wiring import (
     write_claude_user_config,
     write_codex_config,
 )
-from pairlab.core.schemas.episode import ARMS
-from pairlab.intervention.settings import ARMS as SERVER_ARMS
-from pairlab.intervention.settings import PASSED_ENV
 from tests.support import PROFILES_DIR
 
 

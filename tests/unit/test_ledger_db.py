@@ -56,6 +56,25 @@ def test_same_rpc_other_session_is_a_new_request(tmp_path: Path) -> None:
     assert _write(db, reduction(), reduction(session_id="s-2")) == ["stored", "stored"]
 
 
+def test_the_retry_identity_is_process_session_rpc_and_kind(tmp_path: Path) -> None:
+    db = tmp_path / "ledger.db"
+    row = reduction(rpc_id="42")
+    same_rpc_expansion = expansion(row, rpc_id="42")
+    other_process = reduction(rpc_id="42", process_id="p-2")
+    assert _write(db, row, same_rpc_expansion, other_process, row) == [
+        "stored",
+        "stored",
+        "stored",
+        "duplicate",
+    ]
+    with sqlite3.connect(db) as conn:
+        identities = conn.execute(
+            "SELECT process_id, session_id, rpc_id, kind FROM ledger_rows ORDER BY id"
+        ).fetchall()
+    assert identities[0] == ("p-1", "s-1", "42", "reduction")
+    assert identities[1] == ("p-1", "s-1", "42", "expansion")
+
+
 def test_rejected_rows_are_stored_with_reasons_but_never_count(tmp_path: Path) -> None:
     db = tmp_path / "ledger.db"
     good = reduction(rpc_id="1")

@@ -10,7 +10,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from pairlab.core.accounting.ledger_rules import ExclusionReason as R
-from pairlab.core.accounting.ledger_rules import claimed_tokens, identity_of, qualify_row
+from pairlab.core.accounting.ledger_rules import claimed_tokens, qualify_row
 from tests.unit.ledger_factory import expansion, reduction
 
 Mutation = Callable[[dict[str, Any]], None]
@@ -37,6 +37,7 @@ REDUCTION_CASES: list[tuple[str, Mutation, R]] = [
     ("empty process id", _set(process_id=""), R.IDENTITY_MISSING),
     ("no session id", _drop("session_id"), R.IDENTITY_MISSING),
     ("numeric rpc id", _set(rpc_id=7), R.IDENTITY_MISSING),
+    ("empty rpc id", _set(rpc_id=""), R.IDENTITY_MISSING),
     ("no tool", _set(tool=None), R.TOOL_MISSING),
     ("timestamp not ISO", _set(recorded_at="yesterday"), R.RECORDED_AT_INVALID),
     ("timestamp without offset", _set(recorded_at="2026-11-29T10:00:00"), R.RECORDED_AT_INVALID),
@@ -145,10 +146,8 @@ def test_historical_row_cannot_be_promoted_by_a_boolean() -> None:
         assert R.PROVENANCE_HISTORICAL in qualify_row(row).reasons
 
 
-def test_identity_and_claims() -> None:
+def test_claims() -> None:
     row = reduction(rpc_id="42")
-    assert identity_of(row) == ("p-1", "s-1", "42", "reduction")
-    assert identity_of(reduction(rpc_id="")) is None
     assert claimed_tokens(row) == row["saved_tokens"]
     exp = expansion(row)
     assert claimed_tokens(exp) == exp["returned_tokens"]

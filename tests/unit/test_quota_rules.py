@@ -17,8 +17,9 @@ from typing import Any
 
 import pytest
 
-from pairlab.core.canary.quota import snapshot_interval
 from pairlab.core.schemas.quota import QuotaObservation as Snapshot
+from pairlab.core.subscription.units import QuotaUnit
+from pairlab.core.subscription.verdicts import unit_observations
 from pairlab.core.verdict import (
     judge_artifact_bytes,
     judge_intervals,
@@ -116,7 +117,8 @@ def test_two_runs_missing_telemetry_or_windows() -> None:
 
 
 def test_intervals_from_pairlab_snapshots() -> None:
-    """A caller holding pairlab's before/after snapshots (an evidence-eval episode pair)."""
+    """A caller holding pairlab's before/after snapshots (an evidence-eval episode pair):
+    the per-cohort verdict's own path (``unit_observations``) into ``judge_intervals``."""
 
     def snap(at: int, used: float) -> Snapshot:
         return Snapshot(
@@ -130,11 +132,25 @@ def test_intervals_from_pairlab_snapshots() -> None:
             source="sim:quota.json",
         )
 
-    base = snapshot_interval(Provider.CLAUDE, snap(1_000, 10.0), snap(1_060, 17.0), False)
-    cand = snapshot_interval(Provider.CLAUDE, snap(2_000, 17.0), snap(2_060, 20.0), False)
-    assert base is not None and cand is not None
-    assert judge_intervals([(base, cand)]).verdict == "supported-candidate"
-    assert snapshot_interval(Provider.CLAUDE, snap(1_000, 10.0), snap(1_000, 11.0), False) is None
+    def intervals(start: Snapshot, end: Snapshot) -> list[QuotaObservation] | None:
+        unit = QuotaUnit(
+            key=("sim",) * 6,
+            arm="baseline",
+            pair_id="p-1",
+            unit_id="e-1",
+            excluded=False,
+            start=[start],
+            end=[end],
+            unrelated_concurrent_use=False,
+            columns={},
+        )
+        return unit_observations(unit, Provider.CLAUDE)
+
+    base = intervals(snap(1_000, 10.0), snap(1_060, 17.0))
+    cand = intervals(snap(2_000, 17.0), snap(2_060, 20.0))
+    assert base is not None and cand is not None and len(base) == len(cand) == 1
+    assert judge_intervals([(base[0], cand[0])]).verdict == "supported-candidate"
+    assert intervals(snap(1_000, 10.0), snap(1_000, 11.0)) is None
 
 
 def test_the_engine_judges_subscription_with_the_same_function() -> None:

@@ -20,14 +20,14 @@ from pairlab.adapters.backends.environment import (
     seed_home,
 )
 from pairlab.adapters.emulator.server import EpisodeHandle
-from pairlab.adapters.intervention_wiring import (
+from pairlab.adapters.profiles import load_named_profile, scan_profiles
+from pairlab.core.errors import ExecutionError, InvalidInputError, ReasonCode
+from pairlab.core.schemas.profile import RunnerProfile, parse_profile, without_run
+from tests.intervention_wiring import (
     EMPTY_CLAUDE_MCP_CONFIG,
     claude_arm_args,
     codex_arm_args,
 )
-from pairlab.adapters.profiles import load_named_profile, scan_profiles
-from pairlab.core.errors import ExecutionError, InvalidInputError, ReasonCode
-from pairlab.core.schemas.profile import RunnerProfile, parse_profile, without_run
 from tests.support import PROFILES_DIR
 
 TREATED = ("optimizer", "retrieval", "full")

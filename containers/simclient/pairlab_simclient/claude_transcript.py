@@ -163,6 +163,39 @@ def _tool(rng: random.Random) -> tuple[str, dict[str, Any]]:
     )
 
 
+def _task_tool() -> tuple[str, dict[str, Any]]:
+    """The parent's call handing work to a subagent (the ``full`` arm)."""
+    task = {"description": "Investigate", "prompt": "Find the defect"}
+    return "Task", {**task, "subagent_type": "general-purpose"}
+
+
+def _task_result(
+    rng: random.Random, tool_use_id: str, sub_calls: list[CallUsage], agent_id: str
+) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    """The ``toolUseResult`` of a subagent's Task and the tool_result content."""
+    result: dict[str, Any] = {
+        "status": "completed",
+        "prompt": "Find the defect",
+        "agentId": agent_id,
+        "content": [{"type": "text", "text": "The defect is in the edge-case handling."}],
+        "totalDurationMs": rng.randint(2000, 30000),
+        "totalTokens": sum(c.uncached_input + c.cache_read + c.output for c in sub_calls),
+        "totalToolUseCount": len(sub_calls) - 1,
+        # a copy of the subagent's usage: readers must not count it again
+        "usage": claude_usage(sub_calls[-1], sub_calls[-1].output),
+    }
+    content = [{"tool_use_id": tool_use_id, "type": "tool_result", "content": result["content"]}]
+    return result, content
+
+
+def _shell_result(tool_use_id: str) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    result = {"stdout": "ok", "stderr": "", "interrupted": False, "isImage": False}
+    content = [
+        {"tool_use_id": tool_use_id, "type": "tool_result", "content": "ok", "is_error": False}
+    ]
+    return result, content
+
+
 def write_claude(
     env: EpisodeEnv, draw: EpisodeDraw, prompt: str, model: str | None, final_text: str
 ) -> FormatResult:
@@ -193,18 +226,7 @@ def write_claude(
     for i, call in enumerate(parent_calls):
         is_last = i == len(parent_calls) - 1
         use_task = n_sub > 0 and i == 0 and not is_last
-        tool = (
-            (
-                "Task",
-                {
-                    "description": "Investigate",
-                    "prompt": "Find the defect",
-                    "subagent_type": "general-purpose",
-                },
-            )
-            if use_task
-            else _tool(rng)
-        )
+        tool = _task_tool() if use_task else _tool(rng)
         blocks = w.blocks(call, final_text if is_last else None, None if is_last else tool)
         response = w.response(call, blocks, parent)
         lines.extend(response)
@@ -216,30 +238,9 @@ def write_claude(
         tool_use_id = blocks[-1]["id"]
         if use_task:
             sub_lines = _subagent_lines(w, sub_calls, agent_id, first_response_last_line)
-            result: dict[str, Any] = {
-                "status": "completed",
-                "prompt": "Find the defect",
-                "agentId": agent_id,
-                "content": [{"type": "text", "text": "The defect is in the edge-case handling."}],
-                "totalDurationMs": rng.randint(2000, 30000),
-                "totalTokens": sum(c.uncached_input + c.cache_read + c.output for c in sub_calls),
-                "totalToolUseCount": len(sub_calls) - 1,
-                # a copy of the subagent's usage: readers must not count it again
-                "usage": claude_usage(sub_calls[-1], sub_calls[-1].output),
-            }
-            content: Any = [
-                {"tool_use_id": tool_use_id, "type": "tool_result", "content": result["content"]}
-            ]
+            result, content = _task_result(rng, tool_use_id, sub_calls, agent_id)
         else:
-            result = {"stdout": "ok", "stderr": "", "interrupted": False, "isImage": False}
-            content = [
-                {
-                    "tool_use_id": tool_use_id,
-                    "type": "tool_result",
-                    "content": "ok",
-                    "is_error": False,
-                }
-            ]
+            result, content = _shell_result(tool_use_id)
         user_line = w.user(content, parent, tool_result=result)
         lines.append(user_line)
         parent = user_line["uuid"]

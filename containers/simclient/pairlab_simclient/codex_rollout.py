@@ -12,6 +12,7 @@ reports no cache writes: those dimensions are null in the truth.
 from __future__ import annotations
 
 import json
+import random
 from typing import Any
 
 from pairlab_simclient.episode_env import EpisodeEnv, format_ts, random_token, random_uuid
@@ -37,32 +38,28 @@ def _token_usage(calls: list[CallUsage]) -> dict[str, int]:
     }
 
 
-def write_codex(
-    env: EpisodeEnv,
-    draw: EpisodeDraw,
-    prompt: str,
-    model: str | None,
-    final_text: str,
-    quota: QuotaCharge | None,
-) -> FormatResult:
-    rng = env.rng("codex-records")
-    model = model or DEFAULT_MODEL
-    session_id = random_uuid(rng)
-    clock = Clock(env.started_at, rng)
-    lines: list[dict[str, Any]] = []
+class _Rollout:
+    """The rollout's lines, each stamped by the episode's seeded clock."""
 
-    def emit(kind: str, payload: dict[str, Any]) -> None:
-        lines.append(
-            {"timestamp": format_ts(clock.tick(0.01, 0.5)), "type": kind, "payload": payload}
-        )
+    def __init__(self, clock: Clock, quota: QuotaCharge | None) -> None:
+        self.clock, self.quota = clock, quota
+        self.lines: list[dict[str, Any]] = []
 
-    def rate_limits(step: int | None) -> dict[str, Any] | None:
-        if quota is None:
+    def emit(self, kind: str, payload: dict[str, Any]) -> None:
+        stamp = format_ts(self.clock.tick(0.01, 0.5))
+        self.lines.append({"timestamp": stamp, "type": kind, "payload": payload})
+
+    def rate_limits(self, step: int | None) -> dict[str, Any] | None:
+        """The simulated quota before the episode (None) or after the ``step``-th call."""
+        if self.quota is None:
             return None
-        return codex_rate_limits(quota.before if step is None else quota.steps[step])
+        return codex_rate_limits(self.quota.before if step is None else self.quota.steps[step])
 
+
+def _emit_opening(out: _Rollout, env: EpisodeEnv, session_id: str, model: str, prompt: str) -> None:
+    """Session meta, the environment context, the turn context and the user's prompt."""
     cwd = str(env.workspace)
-    emit(
+    out.emit(
         "session_meta",
         {
             "id": session_id,
@@ -76,20 +73,12 @@ def write_codex(
             "git": None,
         },
     )
-    emit(
+    context = f"<environment_context>\n  <cwd>{cwd}</cwd>\n</environment_context>"
+    out.emit(
         "response_item",
-        {
-            "type": "message",
-            "role": "user",
-            "content": [
-                {
-                    "type": "input_text",
-                    "text": f"<environment_context>\n  <cwd>{cwd}</cwd>\n</environment_context>",
-                }
-            ],
-        },
+        {"type": "message", "role": "user", "content": [{"type": "input_text", "text": context}]},
     )
-    emit(
+    out.emit(
         "turn_context",
         {
             "cwd": cwd,
@@ -100,75 +89,84 @@ def write_codex(
             "summary": "auto",
         },
     )
-    emit(
+    out.emit(
         "response_item",
         {"type": "message", "role": "user", "content": [{"type": "input_text", "text": prompt}]},
     )
-    emit("event_msg", {"type": "user_message", "message": prompt, "kind": "plain"})
-    emit("event_msg", {"type": "token_count", "info": None, "rate_limits": rate_limits(None)})
+    out.emit("event_msg", {"type": "user_message", "message": prompt, "kind": "plain"})
+    out.emit(
+        "event_msg", {"type": "token_count", "info": None, "rate_limits": out.rate_limits(None)}
+    )
 
+
+def _emit_call(
+    out: _Rollout, rng: random.Random, calls: list[CallUsage], i: int, final_text: str, reemit: bool
+) -> None:
+    """The ``i``-th API call: its reasoning, a shell call (the last one: the final message),
+    the token-count snapshot (``reemit``: twice) and the call's output."""
+    call, is_last = calls[i], i == len(calls) - 1
+    if call.reasoning > 0:
+        out.emit(
+            "response_item",
+            {
+                "type": "reasoning",
+                "summary": [{"type": "summary_text", "text": rng.choice(FILLER)}],
+                "content": None,
+                "encrypted_content": random_token(rng, 64),
+            },
+        )
+    call_id = "call_" + random_token(rng, 24)
+    if is_last:
+        content = [{"type": "output_text", "text": final_text}]
+        out.emit("response_item", {"type": "message", "role": "assistant", "content": content})
+    else:
+        command = json.dumps({"command": ["bash", "-lc", "python3 -m unittest -q"]})
+        out.emit(
+            "response_item",
+            {"type": "function_call", "name": "shell", "call_id": call_id, "arguments": command},
+        )
+    info = {
+        "total_token_usage": _token_usage(calls[: i + 1]),
+        "last_token_usage": _token_usage([call]),
+        "model_context_window": CONTEXT_WINDOW,
+    }
+    snapshot = {"type": "token_count", "info": info, "rate_limits": out.rate_limits(i)}
+    out.emit("event_msg", snapshot)
+    if reemit:  # re-emitted, unchanged cumulative total
+        out.emit("event_msg", json.loads(json.dumps(snapshot)))
+    if not is_last:
+        duration = round(rng.uniform(0.1, 3), 1)
+        output = json.dumps(
+            {"output": "ok\n", "metadata": {"exit_code": 0, "duration_seconds": duration}}
+        )
+        out.emit(
+            "response_item", {"type": "function_call_output", "call_id": call_id, "output": output}
+        )
+
+
+def write_codex(
+    env: EpisodeEnv,
+    draw: EpisodeDraw,
+    prompt: str,
+    model: str | None,
+    final_text: str,
+    quota: QuotaCharge | None,
+) -> FormatResult:
+    rng = env.rng("codex-records")
+    model = model or DEFAULT_MODEL
+    session_id = random_uuid(rng)
+    out = _Rollout(Clock(env.started_at, rng), quota)
+    _emit_opening(out, env, session_id, model, prompt)
     reemit_after = rng.randrange(len(draw.calls))
-    for i, call in enumerate(draw.calls):
-        is_last = i == len(draw.calls) - 1
-        if call.reasoning > 0:
-            emit(
-                "response_item",
-                {
-                    "type": "reasoning",
-                    "summary": [{"type": "summary_text", "text": rng.choice(FILLER)}],
-                    "content": None,
-                    "encrypted_content": random_token(rng, 64),
-                },
-            )
-        call_id = "call_" + random_token(rng, 24)
-        if is_last:
-            emit(
-                "response_item",
-                {
-                    "type": "message",
-                    "role": "assistant",
-                    "content": [{"type": "output_text", "text": final_text}],
-                },
-            )
-        else:
-            emit(
-                "response_item",
-                {
-                    "type": "function_call",
-                    "name": "shell",
-                    "call_id": call_id,
-                    "arguments": json.dumps({"command": ["bash", "-lc", "python3 -m unittest -q"]}),
-                },
-            )
-        info = {
-            "total_token_usage": _token_usage(draw.calls[: i + 1]),
-            "last_token_usage": _token_usage([call]),
-            "model_context_window": CONTEXT_WINDOW,
-        }
-        snapshot = {"type": "token_count", "info": info, "rate_limits": rate_limits(i)}
-        emit("event_msg", snapshot)
-        if i == reemit_after:
-            emit(
-                "event_msg", json.loads(json.dumps(snapshot))
-            )  # re-emitted, unchanged cumulative total
-        if not is_last:
-            output = json.dumps(
-                {
-                    "output": "ok\n",
-                    "metadata": {"exit_code": 0, "duration_seconds": round(rng.uniform(0.1, 3), 1)},
-                }
-            )
-            emit(
-                "response_item",
-                {"type": "function_call_output", "call_id": call_id, "output": output},
-            )
-    emit("event_msg", {"type": "agent_message", "message": final_text})
-    emit("event_msg", {"type": "task_complete", "last_agent_message": final_text})
+    for i in range(len(draw.calls)):
+        _emit_call(out, rng, draw.calls, i, final_text, reemit=i == reemit_after)
+    out.emit("event_msg", {"type": "agent_message", "message": final_text})
+    out.emit("event_msg", {"type": "task_complete", "last_agent_message": final_text})
 
     start = env.started_at
     day_dir = env.codex_home / "sessions" / f"{start:%Y}" / f"{start:%m}" / f"{start:%d}"
     path = day_dir / f"rollout-{start:%Y-%m-%dT%H-%M-%S}-{session_id}.jsonl"
-    write_jsonl(path, lines)
+    write_jsonl(path, out.lines)
     return FormatResult(
         session_id=session_id,
         model=model,

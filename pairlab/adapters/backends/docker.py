@@ -71,8 +71,9 @@ from pairlab.adapters.docker_engine import (
     call_docker,
     connect,
     owner_label,
+    scope_labels,
 )
-from pairlab.adapters.images.registry import ensure_image
+from pairlab.adapters.images.build import ensure_image
 from pairlab.core.errors import ExecutionError, ReasonCode
 from pairlab.core.schemas.profile import RunnerProfile
 
@@ -137,6 +138,7 @@ class DockerBackend:
             LABEL_OWNER: owner_label(),
             LABEL_KEEP: "true" if spec.keep_workspace else "false",
             "pairlab.role": role,
+            **scope_labels(),
         }
 
     def _grant_account_dir(self, account: Path) -> None:

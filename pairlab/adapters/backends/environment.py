@@ -30,6 +30,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from pairlab.adapters.backends.base import EpisodeSpec
+from pairlab.adapters.backends.finding_seeds import GRAPH_ARMS, seed_graph
 from pairlab.core.errors import ExecutionError, ReasonCode
 
 _PLACEHOLDER = re.compile(r"\{(prompt|workspace|arm|taskId|pairId|model|emulatorUrl)\}")
@@ -195,8 +196,6 @@ def seed_home(spec: EpisodeSpec, home: Path) -> None:
 
 def seed_graph_dir(spec: EpisodeSpec, graph: Path, workspace_root: Path, workdir: Path) -> None:
     """Plant the episode's findings graph (retrieval and full arms only; issue 18)."""
-    from pairlab.adapters.episode.finding_seeds import GRAPH_ARMS, seed_graph
-
     seed = spec.graph_seed
     if seed is None or spec.arm not in GRAPH_ARMS:
         return

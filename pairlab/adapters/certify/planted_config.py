@@ -30,6 +30,7 @@ from pathlib import Path
 from typing import Final, Literal
 
 from pairlab.adapters.certify import planted_mcp_server
+from pairlab.adapters.clients.base import TextKind
 
 MARKER_DIR: Final = "pairlab-planted"  # under the episode's state dir
 TEXT_PREFIX: Final = "pairlab-planted:"
@@ -83,7 +84,7 @@ def _server_argv(scope: Scope, home: Path, slug: str) -> list[str]:
     return ["sh", "-c", f"exec python3 {script} {slug}"]
 
 
-def skill_text(slug: str) -> str:
+def _skill(slug: str) -> str:
     return (
         f"---\nname: {SERVER_PREFIX}{slug}\ndescription: {TEXT_PREFIX}{slug} "
         "(a planted skill)\n---\nPlanted by pairlab certify.\n"
@@ -94,17 +95,19 @@ def _markdown(slug: str, kind: str) -> str:
     return f"---\ndescription: {TEXT_PREFIX}{slug} (a planted {kind})\n---\n{TEXT_PREFIX}{slug}\n"
 
 
-def rule_text(slug: str) -> str:
+def _rule(slug: str) -> str:
     return _markdown(slug, "rule")
 
 
-def command_text(slug: str) -> str:
+def _command(slug: str) -> str:
     return _markdown(slug, "command")
 
 
 class Planter:
     """Writes planted items under the stand-in HOME (user) or the workspace (project) and
     records each (``items``); each CLI's ``plant_config`` says which items and where."""
+
+    hook_events: tuple[str, ...] = HOOK_EVENTS
 
     def __init__(self, home: Path, workspace: Path) -> None:
         self.home, self.workspace = home, workspace
@@ -120,11 +123,9 @@ class Planter:
         self.items.append(item)
         return item
 
-    def text(
-        self, scope: Scope, slug: str, path: str, what: str, body: Callable[[str], str]
-    ) -> None:
+    def text(self, scope: Scope, slug: str, path: str, what: str, kind: TextKind) -> None:
         item = self.add(scope, slug, path, what, "text")
-        _write(self.root(scope) / path, body(item.slug))
+        _write(self.root(scope) / path, _TEXTS[kind](item.slug))
 
     def hooks(self, scope: Scope, slug: str, path: str, what: str) -> None:
         item = self.add(scope, slug, path, what, "marker")
@@ -168,15 +169,24 @@ class Planter:
             shutil.copyfile(source, root / SCRIPT_DIR / SCRIPT_NAME)
 
 
-def agent_text(slug: str) -> str:
+def _agent(slug: str) -> str:
     return (
         f"---\nname: {SERVER_PREFIX}{slug}\ndescription: {TEXT_PREFIX}{slug} "
         f"(a planted subagent)\n---\n{TEXT_PREFIX}{slug}\n"
     )
 
 
-def memory_text(slug: str) -> str:
+def _memory(slug: str) -> str:
     return f"{TEXT_PREFIX}{slug}\n"
+
+
+_TEXTS: Final[dict[TextKind, Callable[[str], str]]] = {
+    "memory": _memory,
+    "skill": _skill,
+    "rule": _rule,
+    "command": _command,
+    "agent": _agent,
+}
 
 
 def plant(client: str, home: Path, workspace: Path) -> list[PlantedItem]:
@@ -192,16 +202,4 @@ def plant(client: str, home: Path, workspace: Path) -> list[PlantedItem]:
     return planter.items
 
 
-__all__ = [
-    "HOOK_EVENTS",
-    "MARKER_DIR",
-    "PlantedItem",
-    "Planter",
-    "Scope",
-    "agent_text",
-    "command_text",
-    "memory_text",
-    "plant",
-    "rule_text",
-    "skill_text",
-]
+__all__ = ["HOOK_EVENTS", "MARKER_DIR", "PlantedItem", "Planter", "plant"]

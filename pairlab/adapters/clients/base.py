@@ -16,13 +16,30 @@ import json
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any, Literal, Protocol
 
 from pairlab.core.errors import EnvironmentUnavailable, ReasonCode
 from pairlab.core.schemas.usage import UsageVector
 
-if TYPE_CHECKING:
-    from pairlab.adapters.certify.planted_config import Planter
+Scope = Literal["user", "project"]
+TextKind = Literal["memory", "skill", "rule", "command", "agent"]
+
+
+class Planter(Protocol):
+    """What a CLI's ``plant_config`` writes through (``certify.planted_config`` implements
+    it): the CLI says where each item goes; certify says what it holds and its side effect."""
+
+    hook_events: tuple[str, ...]
+
+    def text(self, scope: Scope, slug: str, path: str, what: str, kind: TextKind) -> None: ...
+
+    def hooks(self, scope: Scope, slug: str, path: str, what: str) -> None: ...
+
+    def claude_mcp(self, scope: Scope, slug: str, path: str, what: str) -> None: ...
+
+    def codex_config(self, scope: Scope, path: str, *, instructions: bool) -> None: ...
+
+    def codex_rules(self, scope: Scope, path: str, command: str) -> None: ...
 
 
 @dataclass(frozen=True)
@@ -69,4 +86,4 @@ def json_lines(stdout: str) -> Iterator[dict[str, Any]]:
             yield obj
 
 
-__all__ = ["RealCli", "json_lines", "unavailable"]
+__all__ = ["Planter", "RealCli", "Scope", "TextKind", "json_lines", "unavailable"]

@@ -20,14 +20,11 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Final
+from typing import Any, Final
 
-from pairlab.adapters.clients.base import RealCli, json_lines, unavailable
+from pairlab.adapters.clients.base import Planter, RealCli, Scope, json_lines, unavailable
 from pairlab.adapters.usage.claude import claude_vector
 from pairlab.core.schemas.usage import UsageVector
-
-if TYPE_CHECKING:
-    from pairlab.adapters.certify.planted_config import Planter, Scope
 
 WHEEL: Final = "claude-agent-sdk"
 CLAUDE_PRINT_FLAGS: Final = (
@@ -89,25 +86,23 @@ def claude_offered_servers(body: dict[str, Any]) -> set[str]:
 
 def plant_claude(p: Planter) -> None:
     """Every item a Claude Code user could have installed, once per scope where it applies."""
-    from pairlab.adapters.certify import planted_config as pc
-
-    events = ", ".join(pc.HOOK_EVENTS)
+    events = ", ".join(p.hook_events)
     scope: Scope
     for scope in ("user", "project"):
         p.hooks(scope, "settings-hooks", ".claude/settings.json", f"hooks ({events})")
         # distinct names per scope: a project item of the same name would shadow the user's
         name = f"pairlab-planted-{scope}"
-        p.text(scope, "rules", f".claude/rules/{name}-rule.md", "rule file", pc.rule_text)
-        p.text(scope, "skill", f".claude/skills/{name}-skill/SKILL.md", "skill", pc.skill_text)
+        p.text(scope, "rules", f".claude/rules/{name}-rule.md", "rule file", "rule")
+        p.text(scope, "skill", f".claude/skills/{name}-skill/SKILL.md", "skill", "skill")
         p.text(
             scope,
             "command",
             f".claude/commands/{name}-command.md",
             "slash command",
-            pc.command_text,
+            "command",
         )
-        p.text(scope, "agent", f".claude/agents/{name}-agent.md", "subagent", pc.agent_text)
-    p.text("user", "claude-md", ".claude/CLAUDE.md", "user memory (CLAUDE.md)", pc.memory_text)
+        p.text(scope, "agent", f".claude/agents/{name}-agent.md", "subagent", "agent")
+    p.text("user", "claude-md", ".claude/CLAUDE.md", "user memory (CLAUDE.md)", "memory")
     p.claude_mcp(
         "user",
         "config-dir-mcp",
@@ -118,13 +113,13 @@ def plant_claude(p: Planter) -> None:
         "project", "local-settings-hooks", ".claude/settings.local.json", "local settings hooks"
     )
     p.claude_mcp("project", "mcp-json", ".mcp.json", "project MCP server (.mcp.json)")
-    p.text("project", "claude-md", "CLAUDE.md", "project memory (CLAUDE.md)", pc.memory_text)
+    p.text("project", "claude-md", "CLAUDE.md", "project memory (CLAUDE.md)", "memory")
     p.text(
         "project",
         "local-claude-md",
         "CLAUDE.local.md",
         "local memory (CLAUDE.local.md)",
-        pc.memory_text,
+        "memory",
     )
 
 

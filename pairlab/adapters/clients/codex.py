@@ -24,14 +24,11 @@ import json
 import re
 import subprocess
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Final
+from typing import Any, Final
 
-from pairlab.adapters.clients.base import RealCli, json_lines, unavailable
+from pairlab.adapters.clients.base import Planter, RealCli, json_lines, unavailable
 from pairlab.adapters.usage.codex import codex_vector
 from pairlab.core.schemas.usage import UsageVector
-
-if TYPE_CHECKING:
-    from pairlab.adapters.certify.planted_config import Planter
 
 WHEEL: Final = "openai-codex-cli-bin"
 CODEX_EXEC_FLAGS: Final = (
@@ -131,24 +128,22 @@ def codex_offered_servers(body: dict[str, Any]) -> set[str]:
 
 def plant_codex(p: Planter) -> None:
     """Every item a Codex user could have installed, at user ($CODEX_HOME) and project scope."""
-    from pairlab.adapters.certify import planted_config as pc
-
-    hooks = f"hooks.json ({', '.join(pc.HOOK_EVENTS)})"
+    hooks = f"hooks.json ({', '.join(p.hook_events)})"
     p.codex_config("user", ".codex/config.toml", instructions=False)
-    p.text("user", "agents-md", ".codex/AGENTS.md", "AGENTS.md ($CODEX_HOME)", pc.memory_text)
+    p.text("user", "agents-md", ".codex/AGENTS.md", "AGENTS.md ($CODEX_HOME)", "memory")
     user_skill = "skills/pairlab-planted-user-skill/SKILL.md"
-    p.text("user", "skill", f".codex/{user_skill}", "skill", pc.skill_text)
-    p.text("user", "agents-skill", f".agents/{user_skill}", "user skill", pc.skill_text)
+    p.text("user", "skill", f".codex/{user_skill}", "skill", "skill")
+    p.text("user", "agents-skill", f".agents/{user_skill}", "user skill", "skill")
     # the compile check every arm runs (certify's seed) -- forbidden if the rule loads
     p.codex_rules("user", ".codex/rules/pairlab-planted.rules", "python3")
     p.hooks("user", "hooks-json", ".codex/hooks.json", hooks)
     p.codex_config("project", ".codex/config.toml", instructions=True)
-    p.text("project", "agents-md", "AGENTS.md", "project doc (AGENTS.md)", pc.memory_text)
+    p.text("project", "agents-md", "AGENTS.md", "project doc (AGENTS.md)", "memory")
     p.codex_rules("project", ".codex/rules/pairlab-planted.rules", "ls")
     p.hooks("project", "hooks-json", ".codex/hooks.json", hooks)
     project_skill = "skills/pairlab-planted-project-skill/SKILL.md"
-    p.text("project", "agents-skill", f".agents/{project_skill}", "skill", pc.skill_text)
-    p.text("project", "codex-skill", f".codex/{project_skill}", "skill", pc.skill_text)
+    p.text("project", "agents-skill", f".agents/{project_skill}", "skill", "skill")
+    p.text("project", "codex-skill", f".codex/{project_skill}", "skill", "skill")
 
 
 CODEX: Final = RealCli(

@@ -6,10 +6,9 @@ For each model request, one pipeline for both providers (their differences are i
 cut it into prompt blocks and count them, let the scripted model choose its turn
 from the request, refuse it if a fault is planned for it or the account's quota is
 exhausted, account its prompt caching, state its usage (``core.emulator.usage``) and
-answer (SSE or JSON). The ledger row is
-written once the answer is out: a refusal at once; a response when it was delivered
-whole or cut, billed for the usage it stated (``core.emulator.request_ledger``), and only
-then charged to the quota.
+answer (SSE or JSON). The ledger row is written once the answer is out: a refusal at
+once; a response when it was delivered whole or cut, billed for the usage it stated
+(``core.emulator.request_ledger``), and only then charged to the quota.
 """
 
 from __future__ import annotations
@@ -72,18 +71,8 @@ def auth_kind(headers: Mapping[str, str]) -> Literal["api-key", "oauth", "bearer
     return "api-key" if headers.get("x-api-key") else "none"
 
 
-def _system_sha256(body: Mapping[str, Any], provider: Provider) -> str | None:
-    if provider == "anthropic":
-        system = body.get("system")
-    else:  # Codex sends its base prompt as the first developer message
-        system = body.get("instructions") or next(
-            (
-                item.get("content")
-                for item in body.get("input") or []
-                if isinstance(item, dict) and item.get("role") in ("developer", "system")
-            ),
-            None,
-        )
+def _system_sha256(body: Mapping[str, Any], api: ProviderApi) -> str | None:
+    system = api.system_prompt(body)
     if system is None:
         return None
     return hashlib.sha256(canonical_text(system).encode()).hexdigest()
@@ -254,7 +243,7 @@ class ModelApi:
                 "model": body["model"],
                 "stream": body.get("stream") is True,
                 "tools_offered": list(offered),
-                "system_sha256": _system_sha256(body, call.provider),
+                "system_sha256": _system_sha256(body, call.api),
                 "input_tokens_total": layout.total_tokens,
                 "turn": TurnInfo(step=turn.step, action=turn.action, variant=turn.variant),
             }

@@ -121,120 +121,83 @@ def _chunks(text: str) -> list[str]:
     return [text[i : i + CHUNK_CHARS] for i in range(0, len(text), CHUNK_CHARS)] or [""]
 
 
+def _message_events(index: int, item: dict[str, Any]) -> list[dict[str, Any]]:
+    base = {"item_id": item["id"], "output_index": index, "content_index": 0}
+    text = item["content"][0]["text"]
+    part = {"type": "output_text", "text": "", "annotations": []}
+    return [
+        {"type": "response.content_part.added", **base, "part": part},
+        *(
+            {"type": "response.output_text.delta", **base, "delta": d, "logprobs": []}
+            for d in _chunks(text)
+        ),
+        {"type": "response.output_text.done", **base, "text": text, "logprobs": []},
+        {"type": "response.content_part.done", **base, "part": {**part, "text": text}},
+    ]
+
+
+def _reasoning_events(index: int, item: dict[str, Any]) -> list[dict[str, Any]]:
+    base = {"item_id": item["id"], "output_index": index, "summary_index": 0}
+    text = item["summary"][0]["text"]
+    part = {"type": "summary_text", "text": ""}
+    return [
+        {"type": "response.reasoning_summary_part.added", **base, "part": part},
+        *(
+            {"type": "response.reasoning_summary_text.delta", **base, "delta": d}
+            for d in _chunks(text)
+        ),
+        {"type": "response.reasoning_summary_text.done", **base, "text": text},
+        {"type": "response.reasoning_summary_part.done", **base, "part": {**part, "text": text}},
+    ]
+
+
+def _function_call_events(index: int, item: dict[str, Any]) -> list[dict[str, Any]]:
+    base = {"item_id": item["id"], "output_index": index}
+    args = item["arguments"]
+    return [
+        *(
+            {"type": "response.function_call_arguments.delta", **base, "delta": d}
+            for d in _chunks(args)
+        ),
+        {"type": "response.function_call_arguments.done", **base, "arguments": args},
+    ]
+
+
+def _custom_tool_call_events(index: int, item: dict[str, Any]) -> list[dict[str, Any]]:
+    base = {"item_id": item["id"], "output_index": index, "call_id": item["call_id"]}
+    text = item["input"]
+    return [
+        *(
+            {"type": "response.custom_tool_call_input.delta", **base, "delta": d}
+            for d in _chunks(text)
+        ),
+        {"type": "response.custom_tool_call_input.done", **base, "input": text},
+    ]
+
+
+# per item type: the item as ``response.output_item.added`` shows it (before its content
+# is streamed), and the events streaming its content; other items have no content events
+_OPENING: Final[dict[str, dict[str, Any]]] = {
+    "message": {"status": "in_progress", "content": []},
+    "reasoning": {"summary": []},
+    "function_call": {"arguments": "", "status": "in_progress"},
+    "custom_tool_call": {"input": "", "status": "in_progress"},
+}
+_CONTENT_EVENTS: Final[dict[str, Callable[[int, dict[str, Any]], list[dict[str, Any]]]]] = {
+    "message": _message_events,
+    "reasoning": _reasoning_events,
+    "function_call": _function_call_events,
+    "custom_tool_call": _custom_tool_call_events,
+}
+
+
 def _item_events(index: int, item: dict[str, Any]) -> list[dict[str, Any]]:
-    kind, item_id = item["type"], item["id"]
-    base = {"item_id": item_id, "output_index": index}
-    if kind == "message":
-        text = item["content"][0]["text"]
-        part = {"type": "output_text", "text": "", "annotations": []}
-        return [
-            {
-                "type": "response.output_item.added",
-                "output_index": index,
-                "item": {**item, "status": "in_progress", "content": []},
-            },
-            {"type": "response.content_part.added", **base, "content_index": 0, "part": part},
-            *(
-                {
-                    "type": "response.output_text.delta",
-                    **base,
-                    "content_index": 0,
-                    "delta": d,
-                    "logprobs": [],
-                }
-                for d in _chunks(text)
-            ),
-            {
-                "type": "response.output_text.done",
-                **base,
-                "content_index": 0,
-                "text": text,
-                "logprobs": [],
-            },
-            {
-                "type": "response.content_part.done",
-                **base,
-                "content_index": 0,
-                "part": {**part, "text": text},
-            },
-        ]
-    if kind == "reasoning":
-        text = item["summary"][0]["text"]
-        part = {"type": "summary_text", "text": ""}
-        return [
-            {
-                "type": "response.output_item.added",
-                "output_index": index,
-                "item": {**item, "summary": []},
-            },
-            {
-                "type": "response.reasoning_summary_part.added",
-                **base,
-                "summary_index": 0,
-                "part": part,
-            },
-            *(
-                {
-                    "type": "response.reasoning_summary_text.delta",
-                    **base,
-                    "summary_index": 0,
-                    "delta": d,
-                }
-                for d in _chunks(text)
-            ),
-            {
-                "type": "response.reasoning_summary_text.done",
-                **base,
-                "summary_index": 0,
-                "text": text,
-            },
-            {
-                "type": "response.reasoning_summary_part.done",
-                **base,
-                "summary_index": 0,
-                "part": {**part, "text": text},
-            },
-        ]
-    if kind == "function_call":
-        args = item["arguments"]
-        return [
-            {
-                "type": "response.output_item.added",
-                "output_index": index,
-                "item": {**item, "arguments": "", "status": "in_progress"},
-            },
-            *(
-                {"type": "response.function_call_arguments.delta", **base, "delta": d}
-                for d in _chunks(args)
-            ),
-            {"type": "response.function_call_arguments.done", **base, "arguments": args},
-        ]
-    if kind == "custom_tool_call":
-        text = item["input"]
-        return [
-            {
-                "type": "response.output_item.added",
-                "output_index": index,
-                "item": {**item, "input": "", "status": "in_progress"},
-            },
-            *(
-                {
-                    "type": "response.custom_tool_call_input.delta",
-                    **base,
-                    "call_id": item["call_id"],
-                    "delta": d,
-                }
-                for d in _chunks(text)
-            ),
-            {
-                "type": "response.custom_tool_call_input.done",
-                **base,
-                "call_id": item["call_id"],
-                "input": text,
-            },
-        ]
-    opening = {**item, "status": "in_progress"}
-    return [{"type": "response.output_item.added", "output_index": index, "item": opening}]
+    """``response.output_item.added`` and the item's content events (not its ``done``)."""
+    kind = item["type"]
+    opening = {**item, **_OPENING.get(kind, {"status": "in_progress"})}
+    added = {"type": "response.output_item.added", "output_index": index, "item": opening}
+    content = _CONTENT_EVENTS.get(kind)
+    return [added, *(content(index, item) if content is not None else [])]
 
 
 def stream_events(final: dict[str, Any]) -> list[dict[str, Any]]:

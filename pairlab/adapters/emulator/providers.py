@@ -72,6 +72,10 @@ class ProviderApi(Protocol):
 
     def conversation(self, body: Mapping[str, Any]) -> Conversation: ...
 
+    def system_prompt(self, body: Mapping[str, Any]) -> object | None:
+        """The request's base prompt (the ledger keeps its hash)."""
+        ...
+
     def cache_key(self, body: Mapping[str, Any]) -> str | None:
         """The request's cache scope beyond the account (OpenAI's ``prompt_cache_key``)."""
         ...
@@ -121,6 +125,9 @@ class AnthropicApi:
 
     def conversation(self, body: Mapping[str, Any]) -> Conversation:
         return claude_conversation(body)
+
+    def system_prompt(self, body: Mapping[str, Any]) -> object | None:
+        return body.get("system")
 
     def cache_key(self, body: Mapping[str, Any]) -> str | None:
         return None
@@ -176,6 +183,17 @@ class OpenAIApi:
 
     def conversation(self, body: Mapping[str, Any]) -> Conversation:
         return codex_conversation(body)
+
+    def system_prompt(self, body: Mapping[str, Any]) -> object | None:
+        # Codex sends its base prompt as the first developer message
+        return body.get("instructions") or next(
+            (
+                item.get("content")
+                for item in body.get("input") or []
+                if isinstance(item, dict) and item.get("role") in ("developer", "system")
+            ),
+            None,
+        )
 
     def cache_key(self, body: Mapping[str, Any]) -> str | None:
         key = body.get("prompt_cache_key")

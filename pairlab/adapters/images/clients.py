@@ -8,14 +8,17 @@ it needs (:data:`INTERVENTION_WHEELS`). The build context is assembled in a
 temporary directory: the verified wheels (pairlab.adapters.images.locked_wheels),
 ``manifest.json``, ``containers/client-image/install_wheels.py`` and the
 Python sources; ``docker build --pull=false --network none`` then builds
-``containers/<name>/Dockerfile`` on the local base image, so nothing inside the
-build reaches a network.
+``containers/client-image/Dockerfile`` (one for every CLI: the table's ``cli_link`` and
+``version_output`` become its build arguments) on the local base image, so nothing
+inside the build reaches a network.
 
 Tags: ``<repository>:<cli version>-<input hash>`` (immutable: the hash covers
-the Dockerfile, the installer, the wheels' lock hashes, the intervention sources
-and the base image id) and the moving alias ``<repository>:<cli version>`` that
+the Dockerfile, its build arguments, the installer, the wheels' lock hashes, the
+intervention sources and the base image id) and the moving alias ``<repository>:<cli version>`` that
 profiles name. An existing input-hash tag is reused (the alias is re-pointed),
-unless ``force``.
+unless ``force``. A build holds the hash tag's build lock (``build_lock``) and checks for
+the tag again once it holds it: a second process building the same inputs waits, then
+reuses the first one's image.
 
 Usage: ``containers/build-client-images.sh [claude] [codex] [--force]``.
 """
@@ -36,6 +39,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Final
 
+from pairlab.adapters.images.build_lock import tag_lock
 from pairlab.adapters.images.docker_cli import run_docker
 from pairlab.adapters.images.locked_wheels import (
     LockedWheel,
@@ -54,6 +58,7 @@ from pairlab.core.errors import (
 REPO_ROOT: Final = Path(__file__).resolve().parents[3]
 DEFAULT_BASE_IMAGE: Final = "pairlab/base:bookworm-python3"
 INSTALLER: Final = Path("containers/client-image/install_wheels.py")
+DOCKERFILE: Final = Path("containers/client-image/Dockerfile")
 CLI_ROOT: Final = "/opt/pairlab/cli"
 SITE_ROOT: Final = "/opt/pairlab/site"
 INTERVENTION_PACKAGE: Final = "pairlab.intervention"
@@ -67,11 +72,18 @@ class ClientImage:
     repository: str
     cli_wheel: str
     cli_members: tuple[str, ...]  # member prefixes of the CLI wheel that go into the image
+    cli_link: str  # the binary /usr/local/bin/<name> points to (under CLI_ROOT)
+    version_output: str  # what `<name> --version` prints, "{version}" standing for the version
     version_member: str | None = None  # a member holding "<version> ..." (else the wheel version)
 
-    @property
-    def dockerfile_dir(self) -> Path:
-        return REPO_ROOT / "containers" / self.name
+    def build_args(self, version: str) -> dict[str, str]:
+        """The client Dockerfile's build arguments for this CLI at ``version``."""
+        return {
+            "CLI_NAME": self.name,
+            "CLI_LINK": self.cli_link,
+            "CLI_VERSION": version,
+            "VERSION_CHECK": self.version_output.format(version=version),
+        }
 
 
 CLIENT_IMAGES: Final = {
@@ -80,6 +92,8 @@ CLIENT_IMAGES: Final = {
         repository="pairlab/claude",
         cli_wheel="claude-agent-sdk",
         cli_members=("claude_agent_sdk/_bundled/claude",),
+        cli_link=f"{CLI_ROOT}/claude_agent_sdk/_bundled/claude",
+        version_output="{version} (Claude Code)",
         version_member="claude_agent_sdk/_bundled/claude.version",
     ),
     "codex": ClientImage(
@@ -92,6 +106,8 @@ CLIENT_IMAGES: Final = {
             "codex_cli_bin/codex-resources/",
             "codex_cli_bin/codex-package.json",
         ),
+        cli_link=f"{CLI_ROOT}/codex_cli_bin/bin/codex",
+        version_output="codex-cli {version}",
     ),
 }
 
@@ -201,11 +217,16 @@ def _manifest(
 
 
 def input_hash(
-    image: ClientImage, manifest: dict[str, object], sources: Sequence[Path], base_id: str
+    image: ClientImage,
+    manifest: dict[str, object],
+    sources: Sequence[Path],
+    base_id: str,
+    version: str,
 ) -> str:
     digest = hashlib.sha256()
     for label, data in [
-        ("Dockerfile", (image.dockerfile_dir / "Dockerfile").read_bytes()),
+        ("Dockerfile", (REPO_ROOT / DOCKERFILE).read_bytes()),
+        ("build-args", json.dumps(image.build_args(version), sort_keys=True).encode()),
         ("installer", (REPO_ROOT / INSTALLER).read_bytes()),
         ("manifest", json.dumps(manifest, sort_keys=True).encode()),
         ("base", base_id.encode()),
@@ -213,6 +234,47 @@ def input_hash(
     ]:
         digest.update(label.encode() + b"\0" + hashlib.sha256(data).digest())
     return digest.hexdigest()[:12]
+
+
+@dataclass(frozen=True)
+class _ContextParts:
+    wheel_files: dict[str, Path]  # file name -> verified cached wheel
+    manifest: dict[str, object]
+    sources: Sequence[Path]  # the intervention's sources, repository-relative
+
+
+def _docker_build(
+    name: str,
+    tags: Sequence[str],
+    build_args: dict[str, str],
+    parts: _ContextParts,
+    log: Callable[[str], None],
+) -> None:
+    """Assemble the build context in a temporary directory and build the client Dockerfile."""
+    with tempfile.TemporaryDirectory(prefix=f"pairlab-{name}-context-") as tmp:
+        context = Path(tmp)
+        for filename, path in parts.wheel_files.items():
+            place_file(path, context / "wheels" / filename)
+        (context / "manifest.json").write_text(json.dumps(parts.manifest, indent=2) + "\n")
+        shutil.copy2(REPO_ROOT / INSTALLER, context / "install_wheels.py")
+        for source in parts.sources:
+            place_file(REPO_ROOT / source, context / "site" / source)
+        log(
+            f"building {tags[0]} on {build_args['BASE_IMAGE']} ({len(parts.sources)} "
+            f"intervention sources, {len(parts.wheel_files)} wheels)"
+        )
+        args = ["build", "--pull=false", "--network", "none"]
+        for key, value in build_args.items():
+            args += ["--build-arg", f"{key}={value}"]
+        args += [
+            "--label",
+            f"pairlab.image={name}",
+            "--label",
+            f"pairlab.inputs={build_args['INPUT_HASH']}",
+        ]
+        for tag in tags:
+            args += ["-t", tag]
+        _docker([*args, "-f", str(REPO_ROOT / DOCKERFILE), str(context)], stream=True)
 
 
 def build_client_image(
@@ -239,50 +301,21 @@ def build_client_image(
     version = _cli_version(image, cli, wheel_files[cli.filename])
     manifest = _manifest(image, cli, libraries)
     sources = intervention_sources()
-    digest = input_hash(image, manifest, sources, _base_image_id(base_image))
+    digest = input_hash(image, manifest, sources, _base_image_id(base_image), version)
     repo = repository or image.repository
     tag, alias = f"{repo}:{version}-{digest}", f"{repo}:{version}"
     if not force and _image_exists(tag):
         _docker(["tag", tag, alias])
         log(f"{tag} is up to date (inputs unchanged); {alias} points at it")
         return BuiltImage(name, tag, alias, version, digest, True, time.monotonic() - started)
-    with tempfile.TemporaryDirectory(prefix=f"pairlab-{name}-context-") as tmp:
-        context = Path(tmp)
-        for filename, path in wheel_files.items():
-            place_file(path, context / "wheels" / filename)
-        (context / "manifest.json").write_text(json.dumps(manifest, indent=2) + "\n")
-        shutil.copy2(REPO_ROOT / INSTALLER, context / "install_wheels.py")
-        for source in sources:
-            place_file(REPO_ROOT / source, context / "site" / source)
-        log(
-            f"building {tag} on {base_image} ({len(sources)} intervention sources, {len(wheel_files)} wheels)"
-        )
-        _docker(
-            [
-                "build",
-                "--pull=false",
-                "--network",
-                "none",
-                "--build-arg",
-                f"BASE_IMAGE={base_image}",
-                "--build-arg",
-                f"CLI_VERSION={version}",
-                "--build-arg",
-                f"INPUT_HASH={digest}",
-                "--label",
-                f"pairlab.image={name}",
-                "--label",
-                f"pairlab.inputs={digest}",
-                "-f",
-                str(image.dockerfile_dir / "Dockerfile"),
-                "-t",
-                tag,
-                "-t",
-                alias,
-                str(context),
-            ],
-            stream=True,
-        )
+    with tag_lock(tag, log):  # one builder per tag; another may have built it meanwhile
+        if not force and _image_exists(tag):
+            _docker(["tag", tag, alias])
+            log(f"{tag} was built by another process meanwhile; {alias} points at it")
+            return BuiltImage(name, tag, alias, version, digest, True, time.monotonic() - started)
+        context_parts = _ContextParts(wheel_files, manifest, sources)
+        build_args = {"BASE_IMAGE": base_image, **image.build_args(version), "INPUT_HASH": digest}
+        _docker_build(name, [tag, alias], build_args, context_parts, log)
     for path in wheel_files.values():  # the cache must still hold what the lock pins
         if file_sha256(path) not in {w.sha256 for w in (cli, *libraries)}:
             raise InvalidInputError(

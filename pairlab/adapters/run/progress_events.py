@@ -1,7 +1,11 @@
-"""Episode progress events, for the CLI's progress bar and the flow's artifact.
+"""The process-wide episode progress channel: the flows emit, the CLI listens.
 
-A process-local observer list: the flow reports each finished episode; the CLI
-(which runs the flow in-process) listens. Nothing here knows about Prefect.
+The eval flow ``notify``-s a :class:`Progress` after each finished episode; the CLI,
+which runs the flow in the same process, registers a listener (``add_listener``) that
+draws its progress bar, and removes it afterwards. It is a channel, not a store: no I/O,
+nothing kept beyond the registered listeners, and nothing here knows about Prefect or the
+terminal. It sits in ``adapters`` because it is the one level both the flows and the CLI
+may import.
 """
 
 from __future__ import annotations

@@ -240,13 +240,14 @@ class RunEndpoint:
 def ensure_client_image(profile: RunnerProfile) -> str:
     """The profile's client image, matching this code: built on first use, rebuilt when its
     inputs (the locked wheels, the intervention's sources, the Dockerfile) changed, else
-    reused in about a second (the image registry, ``pairlab.adapters.images.registry``). Returns the
+    reused in about a second (the image registry, ``pairlab.adapters.images.build``). Returns the
     immutable input-hash tag the run uses (another checkout re-pointing the alias meanwhile
     changes nothing). When the inputs cannot be checked (no wheel cache and no network) an
     image already present is used as named, with a warning."""
     from pairlab.adapters.docker_engine import image_present
+    from pairlab.adapters.images.build import ensure_image
     from pairlab.adapters.images.clients import CLIENT_IMAGES
-    from pairlab.adapters.images.registry import ensure_image, local_tag, spec_for_tag
+    from pairlab.adapters.images.registry import local_tag, spec_for_tag
 
     image = CLIENT_IMAGES.get(profile.client)
     spec = spec_for_tag(profile.image)

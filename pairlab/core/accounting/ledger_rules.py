@@ -261,14 +261,6 @@ def qualify_row(row: Mapping[str, object]) -> Qualification:
     return Qualification(tuple(reasons))
 
 
-def identity_of(row: Mapping[str, object]) -> tuple[str, str, str, str] | None:
-    """The retry identity (process_id, session_id, rpc_id, kind), or None when incomplete."""
-    parts = (row.get("process_id"), row.get("session_id"), row.get("rpc_id"), row.get("kind"))
-    if all(isinstance(p, str) and p for p in parts):
-        return (str(parts[0]), str(parts[1]), str(parts[2]), str(parts[3]))
-    return None
-
-
 def claimed_tokens(row: Mapping[str, object]) -> int | None:
     """What an excluded row claims: saved tokens for a reduction, returned tokens for an expansion."""
     key = "returned_tokens" if row.get("kind") == "expansion" else "saved_tokens"

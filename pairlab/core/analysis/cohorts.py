@@ -43,20 +43,33 @@ multiplicity control per family, the pre-registered minimum pairs, and
 correctness that did not regress (on the pairs where both arms were graded, the
 treatment's correct rate is not below the control's; with no graded pair,
 non-regression is unproven and there is no win).
+
+Stages: the pairing (:mod:`pairlab.core.analysis.pairing`), per-cohort counts in one
+polars pass, the resampling (:mod:`pairlab.core.analysis.engine`), the labels and
+renderings (:mod:`pairlab.core.analysis.result`).
 """
 
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
-from itertools import pairwise
+from collections.abc import Iterable
 from typing import Final
 
 import numpy as np
 import polars as pl
 
 from pairlab.core.analysis.engine import Job, Settings, empty_results, run_cohorts
+from pairlab.core.analysis.pairing import (
+    FRAME_SCHEMA,
+    col,
+    contrasts_of,
+    diff_col,
+    episodes_frame,
+    key_first,
+    order_arms,
+    paired_samples,
+    prepare_pairs,
+)
 from pairlab.core.analysis.result import (
     KEY_COLUMNS,
     METRICS,
@@ -67,13 +80,7 @@ from pairlab.core.analysis.result import (
 from pairlab.core.analysis.study_plan import ResolvedPlan, default_plan
 from pairlab.core.analysis.table import render_cohort_table
 from pairlab.core.errors import InvalidInputError, ReasonCode
-from pairlab.core.quota.consumption import (
-    QUOTA_METRICS,
-    QUOTA_PRECISION_COLUMNS,
-    QUOTA_REASON_COLUMNS,
-    record_columns,
-)
-from pairlab.core.schemas.episode import ARMS, EpisodeRecord
+from pairlab.core.schemas.episode import EpisodeRecord
 from pairlab.core.stats import kernels
 from pairlab.core.stats.bootstrap import Method
 
@@ -95,44 +102,9 @@ __all__ = [
 
 MIN_PAIRS_ENV: Final = "TOKEN_OPTIMIZER_EVAL_MIN_PAIRS"
 DEFAULT_MIN_PAIRS: Final = 5
-UNKNOWN: Final = "unknown"
-DEFAULT_STRATUM: Final = "default"
 # Frames of this many episodes start loading the compiled loops at once (cohort_engine
 # uses them from COMPILED_MIN_COHORTS resampled cohorts on).
 WARM_UP_ROWS: Final = 20_000
-LADDER: Final = ("optimizer", "retrieval", "full")
-
-# Frame column (camelCase, as on the wire) -> record attribute, from the record's own aliases.
-_ATTR_OF_ALIAS: Final = {(f.alias or n): n for n, f in EpisodeRecord.model_fields.items()}
-_METRIC_ATTRS: Final = {m: _ATTR_OF_ALIAS[m] for m in METRICS}
-_TEXT_ATTRS: Final = {
-    name: _ATTR_OF_ALIAS[name]
-    for name in (
-        "episodeId",
-        "runId",
-        "pairId",
-        "arm",
-        "client",
-        "clientVersion",
-        "model",
-        "modelVersion",
-        "taskId",
-        "stratum",
-        "excludedReason",
-        "joinMethod",
-    )
-}
-FRAME_SCHEMA: Final[dict[str, pl.DataType]] = {
-    **{name: pl.String() for name in _TEXT_ATTRS},
-    "excluded": pl.Boolean(),
-    "correct": pl.Boolean(),
-    **{name: pl.Float64() for name in METRICS},
-    # issue 16: per-episode quota consumption (percentage points) of the account-wide
-    # windows, null with a reason column when unusable; not (yet) analysed metrics.
-    **{name: pl.Float64() for name in QUOTA_METRICS},
-    **{name: pl.String() for name in QUOTA_REASON_COLUMNS},
-    **{name: pl.Float64() for name in QUOTA_PRECISION_COLUMNS},
-}
 
 
 def resolve_min_pairs(value: int | None) -> int:
@@ -163,59 +135,6 @@ def resolve_gate(value: int | None, plan: ResolvedPlan) -> int:
     if value is None and not os.environ.get(MIN_PAIRS_ENV, "").strip():
         return plan.plan.min_pairs
     return resolve_min_pairs(value)
-
-
-def episodes_frame(records: Iterable[EpisodeRecord]) -> pl.DataFrame:
-    """The analysis columns of ``records`` as a frame with :data:`FRAME_SCHEMA` (nulls kept)."""
-    columns: dict[str, list[object]] = {name: [] for name in FRAME_SCHEMA}
-    for record in records:
-        for name, attr in _TEXT_ATTRS.items():
-            columns[name].append(getattr(record, attr))
-        columns["excluded"].append(record.excluded)
-        columns["correct"].append(record.correct)
-        for name, attr in _METRIC_ATTRS.items():
-            value = getattr(record, attr)
-            columns[name].append(None if value is None else float(value))
-        for name, quota_value in record_columns(record).items():
-            columns[name].append(quota_value)
-    return pl.DataFrame(columns, schema=FRAME_SCHEMA)
-
-
-def order_arms(arms: Iterable[str]) -> list[str]:
-    """The arms in the seed's order (baseline, optimizer, retrieval, full), others sorted."""
-    known = [a for a in ARMS if a in arms]
-    return known + sorted(set(arms) - set(ARMS))
-
-
-def contrasts_of(arms: Sequence[str]) -> list[Contrast]:
-    """Every treated arm vs baseline, then the ladder steps, of the arms present."""
-    found = [Contrast(arm, "baseline") for arm in arms if arm != "baseline" and "baseline" in arms]
-    for control, treatment in pairwise(LADDER):
-        if control in arms and treatment in arms:
-            found.append(Contrast(treatment, control))
-    return found
-
-
-def _col(metric: str, arm: str) -> str:
-    return f"{metric}@{arm}"
-
-
-def _diff(contrast: Contrast, metric: str) -> str:
-    return f"{contrast.treatment}-{contrast.control}:{metric}"
-
-
-def _check_frame(frame: pl.DataFrame) -> pl.DataFrame:
-    missing = [c for c in ("pairId", "arm", "client", "taskId") if c not in frame.columns]
-    if missing:
-        raise InvalidInputError(f"episode frame lacks columns {missing}")
-    filled = frame.with_columns(
-        [
-            pl.lit(None, dtype=dtype).alias(name)
-            for name, dtype in FRAME_SCHEMA.items()
-            if name not in frame.columns
-        ]
-    )
-    return filled.select([pl.col(name).cast(dtype) for name, dtype in FRAME_SCHEMA.items()])
 
 
 def _validate_settings(min_pairs: int, n_resamples: int, confidence: float, method: str) -> None:
@@ -260,7 +179,7 @@ def analyse_cohorts(
         kernels.warm_up_in_background()
     if plan is None:
         plan = ResolvedPlan.of(default_plan(resolve_min_pairs(None)), "default")
-    wide, summary, arms, contrasts = _prepare(data)
+    wide, summary, arms, contrasts = prepare_pairs(data)
     settings = Settings(
         run_id=run_id,
         contrasts=contrasts,
@@ -273,126 +192,71 @@ def analyse_cohorts(
     return _analyse_wide(wide, summary, arms=arms, settings=settings, plan=plan, workers=workers)
 
 
-def _prepare(
-    data: pl.DataFrame | Iterable[EpisodeRecord],
-) -> tuple[pl.DataFrame, pl.DataFrame, list[str], list[Contrast]]:
-    """Cohort keys filled, exclusions counted, pairs joined side by side (one row per pair)."""
-    frame = _check_frame(data if isinstance(data, pl.DataFrame) else episodes_frame(data))
+def _cohort_aggregates(
+    wide: pl.DataFrame, summary: pl.DataFrame, arms: list[str], contrasts: list[Contrast]
+) -> pl.DataFrame:
+    """Per cohort in one polars pass (sorted by key): rows, complete pairs, per arm graded,
+    correct and present, per contrast the paired-correctness cells a-d, per contrast and
+    metric the non-null pairs and the pairs left out for a null."""
     key = list(KEY_COLUMNS)
-    base = frame.lazy().with_columns(
-        pl.col("clientVersion", "model", "modelVersion").fill_null(UNKNOWN),
-        pl.col("stratum").fill_null(DEFAULT_STRATUM),
-        pl.col("excluded").fill_null(False),
-    )
-    kept = base.filter(~pl.col("excluded"))
-    summary_q = (
-        base.group_by(key)
-        .agg(
-            pl.col("excluded").sum().alias("excluded"),
-            (~pl.col("excluded") & (pl.col("joinMethod") == "exact")).sum().alias("exact"),
-            (~pl.col("excluded") & (pl.col("joinMethod") == "fallback")).sum().alias("fallback"),
-            (~pl.col("excluded") & pl.col("joinMethod").is_null()).sum().alias("missing"),
-        )
-        .sort(key)
-    )
-    dup_q = kept.group_by([*key, "pairId", "arm"]).len().filter(pl.col("len") > 1).head(1)
-    arms_q = kept.select(pl.col("arm").unique())
-    summary, dups, arm_frame = pl.collect_all([summary_q, dup_q, arms_q])
-    if dups.height:
-        row = dups.row(0, named=True)
-        raise InvalidInputError(
-            f"pair {row['pairId']!r} has {row['len']} episodes for arm {row['arm']!r} in one cohort; "
-            "each arm runs once per pair (mark retried episodes excluded)",
-            reason=ReasonCode.MALFORMED_INPUT,
-        )
-    arms = order_arms(arm_frame["arm"].to_list())
-    contrasts = contrasts_of(arms)
-    wide = _pair_frame(kept, key, arms, contrasts).collect()
-    return wide, summary, arms, contrasts
-
-
-@dataclass(frozen=True)
-class PairedSample:
-    """One cohort's paired differences of one metric for one contrast (nulls left out)."""
-
-    key: dict[str, str]
-    contrast: Contrast
-    metric: str
-    diffs: np.ndarray
-    control: np.ndarray  # the control arm's values on the same pairs
-    excluded_null: int
-
-
-def paired_samples(data: pl.DataFrame | Iterable[EpisodeRecord], metric: str) -> list[PairedSample]:
-    """Every cohort's paired differences of ``metric`` for each of its contrasts, paired as
-    :func:`analyse_cohorts` pairs them (for variance estimates: ``pairlab power``)."""
-    if metric not in METRICS:
-        raise InvalidInputError(
-            f"unknown metric {metric!r} (one of: {', '.join(METRICS)})",
-            reason=ReasonCode.INVALID_INPUT,
-        )
-    wide, _summary, _arms, contrasts = _prepare(data)
-    found = []
-    for _, group in wide.group_by("cohort", maintain_order=True):
-        key = {k: group[k][0] for k in KEY_COLUMNS}
-        for c in contrasts:
-            both = group.filter(pl.col(f"both:{c.label}"))
-            if both.height == 0:
-                continue
-            diff = both[_diff(c, metric)]
-            kept = both.filter(diff.is_not_null())
-            found.append(
-                PairedSample(
-                    key=key,
-                    contrast=c,
-                    metric=metric,
-                    diffs=kept[_diff(c, metric)].to_numpy().astype(np.float64),
-                    control=kept[_col(metric, c.control)].to_numpy().astype(np.float64),
-                    excluded_null=both.height - kept.height,
-                )
+    aggs: list[pl.Expr] = [pl.len().alias("rows"), pl.col("complete").sum().alias("pairs")]
+    for a in arms:
+        graded = pl.col(col("present", a)) & pl.col(col("correct", a)).is_not_null()
+        aggs.append(graded.sum().alias(f"graded:{a}"))
+        aggs.append((graded & pl.col(col("correct", a))).sum().alias(f"right:{a}"))
+        aggs.append(pl.col(col("present", a)).any().alias(f"has:{a}"))
+    for c in contrasts:
+        ct, cc = pl.col(col("correct", c.treatment)), pl.col(col("correct", c.control))
+        both = pl.col(f"both:{c.label}") & ct.is_not_null() & cc.is_not_null()
+        for cell, expr in (("a", ct & cc), ("b", ct & ~cc), ("c", ~ct & cc), ("d", ~ct & ~cc)):
+            aggs.append((both & expr).sum().alias(f"{cell}:{c.label}"))
+        for m in METRICS:
+            d = pl.col(diff_col(c, m))
+            aggs.append(d.is_not_null().sum().alias(f"n:{c.label}:{m}"))
+            aggs.append(
+                (pl.col(f"both:{c.label}") & d.is_null()).sum().alias(f"null:{c.label}:{m}")
             )
-    return found
+    per = wide.group_by("cohort", maintain_order=True).agg(*key_first(key), *aggs)
+    return summary.join(per, on=key, how="left").sort(key)
 
 
-def _pair_frame(
-    kept: pl.LazyFrame, key: list[str], arms: list[str], contrasts: list[Contrast]
-) -> pl.LazyFrame:
-    """One row per (cohort, pairId), arms joined side by side, diffs computed (lazy)."""
-    wide = kept.select([*key, "pairId"]).unique()
-    for arm in arms:
-        side = kept.filter(pl.col("arm") == arm).select(
-            *key,
-            "pairId",
-            pl.lit(True).alias(_col("present", arm)),
-            pl.col("correct").alias(_col("correct", arm)),
-            *[pl.col(m).alias(_col(m, arm)) for m in METRICS],
+def _ints(cohorts: pl.DataFrame, name: str) -> np.ndarray:
+    return cohorts[name].fill_null(0).to_numpy().astype(np.int64)
+
+
+def _per_column(cohorts: pl.DataFrame, names: list[str]) -> np.ndarray:
+    """[cohort, name] counts (an empty second axis when there is no name)."""
+    if not names:
+        return np.zeros((cohorts.height, 0), np.int64)
+    return np.stack([_ints(cohorts, name) for name in names], axis=1)
+
+
+def _resample_jobs(
+    wide: pl.DataFrame,
+    cohorts: pl.DataFrame,
+    contrasts: list[Contrast],
+    ok: np.ndarray,
+    applies: np.ndarray,
+) -> list[Job]:
+    """A job per sufficient cohort: its key, pair ids and [pair, contrast, metric] diffs."""
+    diffs = wide.select([diff_col(c, m) for c in contrasts for m in METRICS]).to_numpy()
+    diffs = diffs.astype(np.float64, copy=False).reshape(-1, len(contrasts), len(METRICS))
+    rows = _ints(cohorts, "rows")
+    # ``wide`` rows are sorted by key then pairId, as are ``cohorts``.
+    starts = np.concatenate([[0], np.cumsum(rows)[:-1]])
+    keys = cohorts.select(list(KEY_COLUMNS)).rows()
+    pair_ids = wide["pairId"].to_list()
+    return [
+        (
+            idx,
+            keys[idx],
+            pair_ids[starts[idx] : starts[idx] + rows[idx]],
+            diffs[starts[idx] : starts[idx] + rows[idx]],
+            applies[idx],
         )
-        wide = wide.join(side, on=[*key, "pairId"], how="left")
-    present = [pl.col(_col("present", a)).fill_null(False) for a in arms]
-    cohort_has = [p.any().over(key) for p in present]
-    n_arms = pl.sum_horizontal([h.cast(pl.Int32) for h in cohort_has])
-    complete = pl.all_horizontal([p | ~h for p, h in zip(present, cohort_has, strict=True)]) & (
-        n_arms >= 2
-    )
-    diffs = [
-        (pl.col(_col(m, c.treatment)) - pl.col(_col(m, c.control))).alias(_diff(c, m))
-        for c in contrasts
-        for m in METRICS
+        for idx in range(cohorts.height)
+        if ok[idx] and rows[idx] > 0  # insufficient cohorts make no claim: no resampling
     ]
-    both = [
-        (present[arms.index(c.treatment)] & present[arms.index(c.control)]).alias(f"both:{c.label}")
-        for c in contrasts
-    ]
-    return (
-        wide.sort([*key, "pairId"])
-        .with_columns(
-            *diffs,
-            *both,
-            complete.alias("complete"),
-            *[p.alias(_col("present", a)) for p, a in zip(present, arms, strict=True)],
-        )
-        .with_columns(pl.concat_str(key, separator="\x1f").rle_id().alias("cohort"))
-    )
 
 
 def _analyse_wide(
@@ -404,35 +268,11 @@ def _analyse_wide(
     plan: ResolvedPlan,
     workers: int | None,
 ) -> CohortAnalysis:
-    key = list(KEY_COLUMNS)
     contrasts, min_pairs = settings.contrasts, settings.min_pairs
     n_c, n_m = len(contrasts), len(METRICS)
-    # Per-cohort aggregates in one polars pass.
-    aggs: list[pl.Expr] = [pl.len().alias("rows"), pl.col("complete").sum().alias("pairs")]
-    for a in arms:
-        graded = pl.col(_col("present", a)) & pl.col(_col("correct", a)).is_not_null()
-        aggs.append(graded.sum().alias(f"graded:{a}"))
-        aggs.append((graded & pl.col(_col("correct", a))).sum().alias(f"right:{a}"))
-        aggs.append(pl.col(_col("present", a)).any().alias(f"has:{a}"))
-    for c in contrasts:
-        ct, cc = pl.col(_col("correct", c.treatment)), pl.col(_col("correct", c.control))
-        both = pl.col(f"both:{c.label}") & ct.is_not_null() & cc.is_not_null()
-        for cell, expr in (("a", ct & cc), ("b", ct & ~cc), ("c", ~ct & cc), ("d", ~ct & ~cc)):
-            aggs.append((both & expr).sum().alias(f"{cell}:{c.label}"))
-        for m in METRICS:
-            d = pl.col(_diff(c, m))
-            aggs.append(d.is_not_null().sum().alias(f"n:{c.label}:{m}"))
-            aggs.append(
-                (pl.col(f"both:{c.label}") & d.is_null()).sum().alias(f"null:{c.label}:{m}")
-            )
-    per = wide.group_by("cohort", maintain_order=True).agg(*key_first(key), *aggs)
-    cohorts = summary.join(per, on=key, how="left").sort(key)
+    cohorts = _cohort_aggregates(wide, summary, arms, contrasts)
     k = cohorts.height
-
-    def ints(name: str) -> np.ndarray:
-        return cohorts[name].fill_null(0).to_numpy().astype(np.int64)
-
-    pairs = ints("pairs")
+    pairs = _ints(cohorts, "pairs")
     has = (
         np.stack([cohorts[f"has:{a}"].fill_null(False).to_numpy() for a in arms], axis=1)
         if arms
@@ -446,36 +286,13 @@ def _analyse_wide(
     null_eff = np.zeros((k, n_c, n_m), dtype=np.int64)
     for j, c in enumerate(contrasts):
         for i, m in enumerate(METRICS):
-            n_eff[:, j, i] = ints(f"n:{c.label}:{m}")
-            null_eff[:, j, i] = ints(f"null:{c.label}:{m}")
-    cells = {
-        cell: np.stack([ints(f"{cell}:{c.label}") for c in contrasts], axis=1)
-        if contrasts
-        else np.zeros((k, 0), np.int64)
-        for cell in "abcd"
-    }
+            n_eff[:, j, i] = _ints(cohorts, f"n:{c.label}:{m}")
+            null_eff[:, j, i] = _ints(cohorts, f"null:{c.label}:{m}")
     results = empty_results(k, n_c)
     notes: list[list[str]] = [[] for _ in range(k)]
     engine = "none"
     if n_c:
-        diffs = wide.select([_diff(c, m) for c in contrasts for m in METRICS]).to_numpy()
-        diffs = diffs.astype(np.float64, copy=False).reshape(-1, n_c, n_m)
-        rows = cohorts["rows"].fill_null(0).to_numpy().astype(np.int64)
-        # ``wide`` rows are sorted by key then pairId, as are ``cohorts``.
-        starts = np.concatenate([[0], np.cumsum(rows)[:-1]])
-        keys = cohorts.select(key).rows()
-        pair_ids = wide["pairId"].to_list()
-        jobs: list[Job] = [
-            (
-                idx,
-                keys[idx],
-                pair_ids[starts[idx] : starts[idx] + rows[idx]],
-                diffs[starts[idx] : starts[idx] + rows[idx]],
-                applies[idx],
-            )
-            for idx in range(k)
-            if ok[idx] and rows[idx] > 0  # insufficient cohorts make no claim: no resampling
-        ]
+        jobs = _resample_jobs(wide, cohorts, contrasts, ok, applies)
         engine = run_cohorts(settings, results, jobs, notes, workers)
     return CohortAnalysis(
         run_id=settings.run_id,
@@ -484,22 +301,20 @@ def _analyse_wide(
         confidence=settings.confidence,
         method=settings.method,
         plan=plan,
-        keys=cohorts.select(key),
+        keys=cohorts.select(list(KEY_COLUMNS)),
         arms=arms,
         contrasts=contrasts,
         ok=ok,
         pairs=pairs,
-        excluded=ints("excluded"),
-        join_coverage=np.stack([ints("exact"), ints("fallback"), ints("missing")], axis=1),
+        excluded=_ints(cohorts, "excluded"),
+        join_coverage=_per_column(cohorts, ["exact", "fallback", "missing"]),
         has_arm=has,
-        correct=np.stack([ints(f"right:{a}") for a in arms], axis=1)
-        if arms
-        else np.zeros((k, 0), np.int64),
-        graded=np.stack([ints(f"graded:{a}") for a in arms], axis=1)
-        if arms
-        else np.zeros((k, 0), np.int64),
+        correct=_per_column(cohorts, [f"right:{a}" for a in arms]),
+        graded=_per_column(cohorts, [f"graded:{a}" for a in arms]),
         applies=applies,
-        cells=cells,
+        cells={
+            cell: _per_column(cohorts, [f"{cell}:{c.label}" for c in contrasts]) for cell in "abcd"
+        },
         estimate=results["estimate"],
         low=results["low"],
         high=results["high"],
@@ -512,7 +327,3 @@ def _analyse_wide(
         notes=notes,
         engine=engine,
     )
-
-
-def key_first(key: list[str]) -> list[pl.Expr]:
-    return [pl.col(c).first() for c in key]

@@ -66,6 +66,82 @@ REASONS: Final = (
 )
 WINS: Final = ("primary-win", "secondary-win")
 
+
+@dataclass(frozen=True)
+class DecisionWords:
+    """How one decision is spelled wherever it is shown.
+
+    ``table``: ``pairlab aggregate``'s table; ``label``: the UI artifact's label;
+    ``word``: the reports' short word (empty: the reason speaks instead);
+    ``outcome``: the headline's count it joins (win / regression / noEvidence /
+    insufficient); ``tone``: report.html's colour (None: neutral when an
+    interval was computed, muted when not); ``headline_reason``: the reason the
+    headline counts when the effect gives none; ``computed``: the effect was
+    estimated (only then can the UI mark it exploratory).
+    """
+
+    table: str
+    label: str
+    word: str
+    outcome: str
+    tone: str | None
+    headline_reason: str = ""
+    computed: bool = True
+
+
+@dataclass(frozen=True)
+class ReasonWords:
+    """How one reason is spelled: ``table`` in the aggregate table (None: a reason the
+    headline gives, never an effect's), ``short`` in the reports and the UI artifact."""
+
+    table: str | None
+    short: str
+
+
+# The one table of the decision vocabulary: renaming a decision touches this file only.
+DECISION_WORDS: Final = {
+    "primary-win": DecisionWords("PRIMARY WIN", "primary win", "win", "win", "win"),
+    "secondary-win": DecisionWords(
+        "secondary win (adjusted)", "secondary win (adjusted)", "win", "win", "win"
+    ),
+    "regression": DecisionWords(
+        "REGRESSION", "regression", "regression", "regression", "regression"
+    ),
+    "no-evidence": DecisionWords("no evidence", "no evidence", "", "noEvidence", None),
+    "insufficient": DecisionWords(
+        "insufficient", "insufficient", "", "insufficient", None, computed=False
+    ),
+    "not-tested": DecisionWords(
+        "not tested", "not tested", "not tested", "noEvidence", None, headline_reason="not-tested"
+    ),
+}
+REASON_WORDS: Final = {
+    "not-observed": ReasonWords("not observed", "not observed"),
+    "too-few-pairs": ReasonWords("too few pairs", "too few pairs"),
+    "correctness-regressed": ReasonWords(
+        "saving, but correctness regressed", "saving, correctness regressed"
+    ),
+    "correctness-unproven": ReasonWords(
+        "saving, but correctness unproven (nothing graded)", "saving, correctness not graded"
+    ),
+    "adjusted-threshold": ReasonWords(
+        "decision interval excludes 0, above the adjusted threshold",
+        "above the adjusted threshold",
+    ),
+    "decision-interval": ReasonWords(
+        "only the 95% percentile interval excludes 0", "only the 95% CI excludes 0"
+    ),
+    "below-gate": ReasonWords(
+        "decision interval excludes 0, below the pre-registered pairs", "below the plan's pairs"
+    ),
+    # the headline's reasons for a cell that is no win (pairlab.core.report.headline)
+    "not-tested": ReasonWords(None, "not tested"),
+    "cohort-below-gate": ReasonWords(None, "cohort below the gate"),
+    "not-graded": ReasonWords(None, "nothing graded"),
+    "no-quota-units": ReasonWords(None, "no quota measurement"),
+    "below-precision": ReasonWords(None, "below the windows' precision"),
+}
+
 IntArray = NDArray[np.int8]
 
 

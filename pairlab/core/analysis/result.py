@@ -26,7 +26,14 @@ from typing import Any, Final
 import numpy as np
 import polars as pl
 
-from pairlab.core.analysis.decisions import DECISIONS, REASONS, ROLES, EffectLabels, label_effects
+from pairlab.core.analysis.decisions import (
+    DECISIONS,
+    REASONS,
+    ROLES,
+    WINS,
+    EffectLabels,
+    label_effects,
+)
 from pairlab.core.analysis.metrics import KEY_COLUMNS, METRICS, Contrast
 from pairlab.core.analysis.study_plan import ResolvedPlan
 from pairlab.core.stats.studentized import DECISION_DESCRIPTION, DECISION_METHOD
@@ -43,7 +50,7 @@ _FLAGGED_UNKNOWN: Final = ("clientVersion", "model", "modelVersion")
 ANALYSIS_SCHEMA_VERSION: Final = 2
 
 
-_WIN_LABELS: Final = frozenset(("primary-win", "secondary-win"))
+_WIN_LABELS: Final = frozenset(WINS)
 
 
 def _json_numbers(values: np.ndarray) -> list[Any]:
@@ -166,21 +173,26 @@ class CohortAnalysis:
         }
 
     def to_json(self) -> dict[str, Any]:
+        cols = self._json_columns()
+        counts = {name: 0 for name in DECISIONS}
+        cohorts = [
+            self._cohort_json(idx, key, cols, counts)
+            for idx, key in enumerate(self.keys.iter_rows(named=True))
+        ]
+        return {**self.header(), "decisions": counts, "cohorts": cohorts}
+
+    def _json_columns(self) -> _JsonColumns:
+        """Every per-effect value converted once, as whole arrays (NaN/inf -> None): the
+        per-cohort loop of :meth:`to_json` only indexes (the serial part of a large run)."""
         from pairlab.core.stats.proportions import (
             mcnemar_exact_p,
             newcombe_paired_interval,
             wilson_interval,
         )
 
-        w_low, w_high = wilson_interval(self.correct, self.graded, self.confidence)
-        a, b, c, d = (self.cells[x] for x in "abcd")
-        p_value = mcnemar_exact_p(b, c)
-        diff, d_low, d_high = newcombe_paired_interval(a, b, c, d, self.confidence)
         labels = self.labels()
         with np.errstate(invalid="ignore"):
             p_two = np.minimum(1.0, 2.0 * np.minimum(self.p_saving, self.p_increase))
-        # Every per-effect value converted once, as whole arrays (NaN/inf -> None): the
-        # loop below only indexes (this is the serial part of a large analysis).
         est, lo, hi, dlo, dhi, p_list, padj_list = (
             _json_numbers(x)
             for x in (
@@ -197,97 +209,130 @@ class CohortAnalysis:
         dec_l = np.asarray(DECISIONS, dtype=object)[labels.decision].tolist()
         why_l = np.asarray([r or None for r in REASONS], dtype=object)[labels.reason].tolist()
         n_list, null_list = self.n.tolist(), self.excluded_null.tolist()
-        counts = {name: 0 for name in DECISIONS}
-        applies = self.applies.tolist()
-        ok_list = self.ok.tolist()
-        cohorts = []
-        for idx, key in enumerate(self.keys.iter_rows(named=True)):
-            is_ok = bool(ok_list[idx])
-            effects = []
-            paired = []
-            if is_ok:
-                for j, contrast in enumerate(self.contrasts):
-                    if not applies[idx][j]:
-                        continue
-                    treatment, control = contrast
-                    rows = zip(
-                        METRICS,
-                        est[idx][j],
-                        lo[idx][j],
-                        hi[idx][j],
-                        n_list[idx][j],
-                        null_list[idx][j],
-                        role_l[idx][j],
-                        dec_l[idx][j],
-                        why_l[idx][j],
-                        dlo[idx][j],
-                        dhi[idx][j],
-                        p_list[idx][j],
-                        padj_list[idx][j],
-                        strict=True,
-                    )
-                    for metric, e_, l_, h_, n_, x_, r_, d_, w_, dl_, dh_, p_, pa_ in rows:
-                        counts[d_] += 1
-                        effects.append(
-                            {
-                                "treatment": treatment,
-                                "control": control,
-                                "metric": metric,
-                                "estimate": e_,
-                                "ciLow": l_,
-                                "ciHigh": h_,
-                                "n": n_,
-                                "excludedNull": x_,
-                                "win": d_ in _WIN_LABELS,
-                                "role": r_,
-                                "decision": d_,
-                                "reason": w_,
-                                "decisionLow": dl_,
-                                "decisionHigh": dh_,
-                                "pValue": p_,
-                                "pAdjusted": pa_,
-                            }
-                        )
-                    graded = int(a[idx, j] + b[idx, j] + c[idx, j] + d[idx, j])
-                    paired.append(
-                        {
-                            "treatment": contrast.treatment,
-                            "control": contrast.control,
-                            "mcnemarP": float(p_value[idx, j]) if graded else None,
-                            "diff": _num(float(diff[idx, j])),
-                            "diffLow": _num(float(d_low[idx, j])),
-                            "diffHigh": _num(float(d_high[idx, j])),
-                        }
-                    )
-            correctness: dict[str, Any] = {}
-            for ai, arm in enumerate(self.arms):
-                if not self.has_arm[idx, ai]:
+        a, b, c, d = (self.cells[x] for x in "abcd")
+        return _JsonColumns(
+            effect=(
+                est,
+                lo,
+                hi,
+                n_list,
+                null_list,
+                role_l,
+                dec_l,
+                why_l,
+                dlo,
+                dhi,
+                p_list,
+                padj_list,
+            ),
+            wilson=wilson_interval(self.correct, self.graded, self.confidence),
+            graded_pairs=a + b + c + d,
+            mcnemar_p=mcnemar_exact_p(b, c),
+            diff=newcombe_paired_interval(a, b, c, d, self.confidence),
+            applies=self.applies.tolist(),
+            ok=self.ok.tolist(),
+        )
+
+    def _cohort_json(
+        self, idx: int, key: dict[str, Any], cols: _JsonColumns, counts: dict[str, int]
+    ) -> dict[str, Any]:
+        """One cohort of :meth:`to_json`; adds its effects' decisions to ``counts``."""
+        is_ok = bool(cols.ok[idx])
+        effects: list[dict[str, Any]] = []
+        paired = []
+        if is_ok:
+            for j, contrast in enumerate(self.contrasts):
+                if not cols.applies[idx][j]:
                     continue
-                n_graded = int(self.graded[idx, ai])
-                right = int(self.correct[idx, ai])
-                correctness[arm] = {
-                    "correct": right,
-                    "n": n_graded,
-                    "rate": right / n_graded if n_graded else None,
-                    "wilsonLow": _num(float(w_low[idx, ai])),
-                    "wilsonHigh": _num(float(w_high[idx, ai])),
-                }
-            correctness["paired"] = paired
-            exact, fallback, missing = (int(x) for x in self.join_coverage[idx])
-            cohorts.append(
-                {
-                    "key": key,
-                    "status": "ok" if is_ok else "insufficient",
-                    "pairs": int(self.pairs[idx]),
-                    "exploratory": is_ok and int(self.pairs[idx]) < self.plan.plan.min_pairs,
-                    "excluded": int(self.excluded[idx]),
-                    "flags": self.flags(idx),
-                    "effects": effects,
-                    "correctness": correctness,
-                    "joinCoverage": {"exact": exact, "fallback": fallback, "missing": missing},
-                }
-            )
-        return {**self.header(), "decisions": counts, "cohorts": cohorts}
+                effects += _effects_json(contrast, [col[idx][j] for col in cols.effect], counts)
+                diff, d_low, d_high = cols.diff
+                graded = int(cols.graded_pairs[idx, j])
+                paired.append(
+                    {
+                        "treatment": contrast.treatment,
+                        "control": contrast.control,
+                        "mcnemarP": float(cols.mcnemar_p[idx, j]) if graded else None,
+                        "diff": _num(float(diff[idx, j])),
+                        "diffLow": _num(float(d_low[idx, j])),
+                        "diffHigh": _num(float(d_high[idx, j])),
+                    }
+                )
+        exact, fallback, missing = (int(x) for x in self.join_coverage[idx])
+        return {
+            "key": key,
+            "status": "ok" if is_ok else "insufficient",
+            "pairs": int(self.pairs[idx]),
+            "exploratory": is_ok and int(self.pairs[idx]) < self.plan.plan.min_pairs,
+            "excluded": int(self.excluded[idx]),
+            "flags": self.flags(idx),
+            "effects": effects,
+            "correctness": {**self._correctness_json(idx, cols), "paired": paired},
+            "joinCoverage": {"exact": exact, "fallback": fallback, "missing": missing},
+        }
+
+    def _correctness_json(self, idx: int, cols: _JsonColumns) -> dict[str, Any]:
+        """Per arm of cohort ``idx``: correct of graded, the rate and its Wilson interval."""
+        w_low, w_high = cols.wilson
+        correctness: dict[str, Any] = {}
+        for ai, arm in enumerate(self.arms):
+            if not self.has_arm[idx, ai]:
+                continue
+            n_graded = int(self.graded[idx, ai])
+            right = int(self.correct[idx, ai])
+            correctness[arm] = {
+                "correct": right,
+                "n": n_graded,
+                "rate": right / n_graded if n_graded else None,
+                "wilsonLow": _num(float(w_low[idx, ai])),
+                "wilsonHigh": _num(float(w_high[idx, ai])),
+            }
+        return correctness
+
+
+@dataclass(frozen=True)
+class _JsonColumns:
+    """:meth:`CohortAnalysis.to_json`'s inputs, converted once for every cohort."""
+
+    effect: tuple[list[Any], ...]  # per field of EFFECT_FIELDS from "estimate" on
+    wilson: tuple[np.ndarray, np.ndarray]
+    graded_pairs: np.ndarray
+    mcnemar_p: np.ndarray
+    diff: tuple[np.ndarray, np.ndarray, np.ndarray]
+    applies: list[list[bool]]
+    ok: list[bool]
+
+
+def _effects_json(
+    contrast: Contrast, values: list[list[Any]], counts: dict[str, int]
+) -> list[dict[str, Any]]:
+    """The effects of one contrast in one cohort, a metric each (``values``: per field,
+    per metric); adds their decisions to ``counts``."""
+    treatment, control = contrast
+    out = []
+    rows = zip(METRICS, *values, strict=True)
+    for metric, e_, l_, h_, n_, x_, r_, d_, w_, dl_, dh_, p_, pa_ in rows:
+        counts[d_] += 1
+        out.append(
+            {
+                "treatment": treatment,
+                "control": control,
+                "metric": metric,
+                "estimate": e_,
+                "ciLow": l_,
+                "ciHigh": h_,
+                "n": n_,
+                "excludedNull": x_,
+                "win": d_ in _WIN_LABELS,
+                "role": r_,
+                "decision": d_,
+                "reason": w_,
+                "decisionLow": dl_,
+                "decisionHigh": dh_,
+                "pValue": p_,
+                "pAdjusted": pa_,
+            }
+        )
+    return out
 
 
 EFFECT_FIELDS: Final = (

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from typing import Any, Final
 
+from pairlab.core.analysis.decisions import DECISION_WORDS, REASON_WORDS
 from pairlab.core.analysis.result import METRICS, CohortAnalysis
 
 
@@ -16,29 +17,15 @@ def _fmt(value: float | None) -> str:
     return f"{value:.4g}" if abs(value) < 1e5 else f"{value:.0f}"
 
 
-REASON_TEXT: Final = {
-    "not-observed": "not observed",
-    "too-few-pairs": "too few pairs",
-    "correctness-regressed": "saving, but correctness regressed",
-    "correctness-unproven": "saving, but correctness unproven (nothing graded)",
-    "adjusted-threshold": "decision interval excludes 0, above the adjusted threshold",
-    "decision-interval": "only the 95% percentile interval excludes 0",
-    "below-gate": "decision interval excludes 0, below the pre-registered pairs",
-}
+REASON_TEXT: Final = {k: w.table for k, w in REASON_WORDS.items() if w.table is not None}
 
 
 def decision_text(effect: dict[str, Any]) -> str:
     """A short human label of an effect's decision and reason (table and report)."""
     decision = effect.get("decision")
     reason = effect.get("reason")
-    text = {
-        "primary-win": "PRIMARY WIN",
-        "secondary-win": "secondary win (adjusted)",
-        "regression": "REGRESSION",
-        "no-evidence": "no evidence",
-        "insufficient": "insufficient",
-        "not-tested": "not tested",
-    }.get(str(decision), str(decision))
+    words = DECISION_WORDS.get(str(decision))
+    text = words.table if words else str(decision)
     return f"{text}: {REASON_TEXT.get(str(reason), reason)}" if reason else text
 
 

@@ -27,7 +27,6 @@ from pairlab.core.canary.manifest import to_identifier
 from pairlab.core.schemas.quota import Continuity, continuity
 from pairlab.core.schemas.quota import QuotaObservation as Snapshot
 from pairlab.core.verdict.artifact import Provider, QuotaWindow
-from pairlab.core.verdict.artifact import QuotaObservation as Interval
 
 
 def epoch_seconds(moment: datetime) -> int:
@@ -74,14 +73,6 @@ def quota_observation(
         "unrelated_concurrent_use": unrelated_concurrent_use,
         "continuity": str(between),
     }
-
-
-def snapshot_interval(
-    provider: Provider, start: Snapshot, end: Snapshot, unrelated_concurrent_use: bool | None
-) -> Interval | None:
-    """The same interval as the verdict's model, ready for ``judge_intervals``."""
-    found = quota_observation(provider, start, end, unrelated_concurrent_use)
-    return None if found is None else Interval.model_validate(found)
 
 
 def _account_wide(snapshots: Sequence[Snapshot]) -> dict[str, Snapshot]:

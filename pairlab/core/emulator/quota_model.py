@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from typing import Final, Literal
 
 from pairlab.core.schemas.base import StrictModel
-from pairlab.core.schemas.usage import UsageVector
+from pairlab.core.schemas.usage import BILLED_DIMENSIONS, UsageVector
 
 FIVE_HOUR_S: Final = 5 * 3600
 SEVEN_DAY_S: Final = 7 * 24 * 3600
@@ -39,16 +39,10 @@ class QuotaWeights(StrictModel):
     output: float = 5.0
 
     def weigh(self, usage: UsageVector) -> float:
+        """Weighted tokens of ``usage``: each billed dimension (reasoning is inside output)
+        times its weight; an unobserved dimension adds nothing."""
         return sum(
-            float(getattr(self, dim)) * (getattr(usage, dim) or 0)
-            for dim in (
-                "uncached_input",
-                "cache_read",
-                "cache_write_5m",
-                "cache_write_1h",
-                "cache_write_generic",
-                "output",
-            )
+            float(getattr(self, dim)) * (getattr(usage, dim) or 0) for dim in BILLED_DIMENSIONS
         )
 
 

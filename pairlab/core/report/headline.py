@@ -26,6 +26,7 @@ from dataclasses import dataclass, field
 from typing import Any, Final
 
 from pairlab.core.analysis.cohorts import contrasts_of, order_arms
+from pairlab.core.analysis.decisions import DECISION_WORDS
 from pairlab.core.analysis.metrics import KEY_COLUMNS, METRICS
 
 HEADLINE_SCHEMA_VERSION: Final = 1
@@ -39,14 +40,6 @@ LABELS: Final = {
     "cost": {"win": "win", "regression": "regression", "noEvidence": "no evidence"},
     "subscription": {"win": "supported", "regression": "rejected", "noEvidence": "inconclusive"},
     "correctness": {"win": "better", "regression": "worse", "noEvidence": "no difference shown"},
-}
-_EFFECT_OUTCOME: Final = {
-    "primary-win": "win",
-    "secondary-win": "win",
-    "regression": "regression",
-    "no-evidence": "noEvidence",
-    "not-tested": "noEvidence",
-    "insufficient": "insufficient",
 }
 _VERDICT_OUTCOME: Final = {
     "supported-candidate": "win",
@@ -87,9 +80,9 @@ def _effect_outcome(cohort: Mapping[str, Any], t: str, c: str, metric: str) -> t
         return "insufficient", "cohort-below-gate"
     for e in cohort.get("effects", []):
         if (e.get("treatment"), e.get("control"), e.get("metric")) == (t, c, metric):
-            decision = str(e.get("decision"))
-            reason = e.get("reason") or ("not-tested" if decision == "not-tested" else "")
-            return _EFFECT_OUTCOME.get(decision, "noEvidence"), str(reason)
+            words = DECISION_WORDS.get(str(e.get("decision")))
+            reason = e.get("reason") or (words.headline_reason if words else "")
+            return words.outcome if words else "noEvidence", str(reason)
     return "insufficient", "not-observed"
 
 

@@ -19,6 +19,7 @@ from pairlab.core.analysis.table import rule_text
 from pairlab.core.report.headline import COST_METRIC, QUESTIONS, build_headline, token_metric
 from pairlab.core.report.words import (
     cohort_title,
+    decision_tone,
     decision_word,
     digits,
     group_title,
@@ -102,7 +103,7 @@ def _effect_cell(effect: Mapping[str, Any] | None) -> str:
     if effect.get("estimate") is None:
         text = "—"
     word = decision_word(effect)
-    if word in ("win", "regression"):
+    if decision_tone(effect):
         return f"{text} **{word}**"
     return f"{text} · {word}" if word else text
 

@@ -17,6 +17,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, Final
 
+from pairlab.core.analysis.decisions import DECISION_WORDS
 from pairlab.core.report.headline import COST_METRIC, QUESTIONS
 from pairlab.core.report.words import (
     SHORT_REASONS,
@@ -57,14 +58,7 @@ def _link(location: str) -> str:
     return f"`{location}`"
 
 
-DECISION_LABELS: Final = {
-    "primary-win": "primary win",
-    "secondary-win": "secondary win (adjusted)",
-    "regression": "regression",
-    "no-evidence": "no evidence",
-    "insufficient": "insufficient",
-    "not-tested": "not tested",
-}
+DECISION_LABELS: Final = {name: words.label for name, words in DECISION_WORDS.items()}
 
 
 def decision_label(effect: Mapping[str, Any], plan_min_pairs: int | None = None) -> str:
@@ -74,7 +68,9 @@ def decision_label(effect: Mapping[str, Any], plan_min_pairs: int | None = None)
     label = DECISION_LABELS.get(decision, decision)
     n = effect.get("n")
     below_plan = plan_min_pairs is not None and isinstance(n, int) and n < plan_min_pairs
-    return f"{label} (exploratory)" if below_plan and decision != "insufficient" else label
+    words = DECISION_WORDS.get(decision)
+    computed = words.computed if words else True
+    return f"{label} (exploratory)" if below_plan and computed else label
 
 
 def why_not(effect: Mapping[str, Any]) -> str:

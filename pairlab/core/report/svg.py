@@ -10,7 +10,7 @@ the same bytes.
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from html import escape
 from typing import Final
@@ -28,6 +28,7 @@ RIGHT_W: Final = 230
 ROW_H: Final = 18
 HEADER_H: Final = 22
 AXIS_H: Final = 34
+Scale = Callable[[float], float]  # a value to its x on the plot
 
 
 @dataclass(frozen=True)
@@ -91,6 +92,67 @@ def _extent(rows: Sequence[Row], reference: float | None) -> tuple[float, float]
     return (lo - pad, hi + pad)
 
 
+def _outer_marks(row: Row, mid: float, x: Scale, lo: float, hi: float, color: str) -> list[str]:
+    """The decision interval's thin line, with an arrow where an end runs off the axis."""
+    a = x(row.outer_low if row.outer_low is not None else lo)
+    b = x(row.outer_high if row.outer_high is not None else hi)
+    out = [
+        f'<line x1="{_f(a)}" x2="{_f(b)}" y1="{_f(mid)}" y2="{_f(mid)}" '
+        f'stroke="{color}" stroke-width="1.2" stroke-opacity="0.6"/>'
+    ]
+    for edge, beyond in ((lo, row.outer_low), (hi, row.outer_high)):
+        if beyond is None or (beyond < lo if edge == lo else beyond > hi):
+            ex = x(edge)
+            tip = ex - 5 if edge == lo else ex + 5
+            out.append(
+                f'<path d="M{_f(ex)} {_f(mid - 3)}L{_f(tip)} {_f(mid)}L{_f(ex)} '
+                f'{_f(mid + 3)}" fill="{color}" fill-opacity="0.6"/>'
+            )
+    return out
+
+
+def _row_marks(row: Row, mid: float, x: Scale, lo: float, hi: float, plot_w: int) -> list[str]:
+    """One row: its label, decision interval, percentile interval, dot and note."""
+    out = [
+        f'<text x="{LABEL_W - 8}" y="{_f(mid + 4)}" text-anchor="end">{escape(row.label)}</text>'
+    ]
+    color = COLORS.get(row.tone, COLORS["neutral"])
+    if row.outer_low is not None or row.outer_high is not None:
+        out += _outer_marks(row, mid, x, lo, hi, color)
+    if row.low is not None and row.high is not None:
+        out.append(
+            f'<line x1="{_f(x(row.low))}" x2="{_f(x(row.high))}" y1="{_f(mid)}" '
+            f'y2="{_f(mid)}" stroke="{color}" stroke-width="4"/>'
+        )
+    if row.value is not None:
+        out.append(f'<circle cx="{_f(x(row.value))}" cy="{_f(mid)}" r="4" fill="{color}"/>')
+    if row.note:
+        out.append(
+            f'<text x="{LABEL_W + plot_w + 10}" y="{_f(mid + 4)}" class="note" '
+            f'fill="{color}">{escape(row.note)}</text>'
+        )
+    return out
+
+
+def _grid(
+    ticks: Sequence[float], x: Scale, bottom: float, reference: float | None, lo: float, hi: float
+) -> list[str]:
+    """The tick lines and labels, and the reference line when it is on the axis."""
+    top = 4
+    grid = []
+    for t in ticks:
+        gx = _f(x(t))
+        grid.append(
+            f'<line x1="{gx}" x2="{gx}" y1="{top}" y2="{bottom}" class="grid"/>'
+            f'<text x="{gx}" y="{bottom + 14}" text-anchor="middle" class="tick">'
+            f"{escape(_tick_text(t, ticks))}</text>"
+        )
+    if reference is not None and lo <= reference <= hi:
+        rx = _f(x(reference))
+        grid.append(f'<line x1="{rx}" x2="{rx}" y1="{top}" y2="{bottom}" class="ref"/>')
+    return grid
+
+
 def interval_chart(
     rows: Sequence[Row],
     *,
@@ -116,51 +178,10 @@ def interval_chart(
             group = row.group
             body.append(f'<text x="4" y="{y + 15}" class="g">{escape(row.group)}</text>')
             y += HEADER_H
-        mid = y + ROW_H / 2
-        body.append(
-            f'<text x="{LABEL_W - 8}" y="{_f(mid + 4)}" text-anchor="end">{escape(row.label)}</text>'
-        )
-        color = COLORS.get(row.tone, COLORS["neutral"])
-        if row.outer_low is not None or row.outer_high is not None:
-            a = x(row.outer_low if row.outer_low is not None else lo)
-            b = x(row.outer_high if row.outer_high is not None else hi)
-            body.append(
-                f'<line x1="{_f(a)}" x2="{_f(b)}" y1="{_f(mid)}" y2="{_f(mid)}" '
-                f'stroke="{color}" stroke-width="1.2" stroke-opacity="0.6"/>'
-            )
-            for edge, beyond in ((lo, row.outer_low), (hi, row.outer_high)):
-                if beyond is None or (beyond < lo if edge == lo else beyond > hi):
-                    ex = x(edge)
-                    tip = ex - 5 if edge == lo else ex + 5
-                    body.append(
-                        f'<path d="M{_f(ex)} {_f(mid - 3)}L{_f(tip)} {_f(mid)}L{_f(ex)} '
-                        f'{_f(mid + 3)}" fill="{color}" fill-opacity="0.6"/>'
-                    )
-        if row.low is not None and row.high is not None:
-            body.append(
-                f'<line x1="{_f(x(row.low))}" x2="{_f(x(row.high))}" y1="{_f(mid)}" '
-                f'y2="{_f(mid)}" stroke="{color}" stroke-width="4"/>'
-            )
-        if row.value is not None:
-            body.append(f'<circle cx="{_f(x(row.value))}" cy="{_f(mid)}" r="4" fill="{color}"/>')
-        if row.note:
-            body.append(
-                f'<text x="{LABEL_W + plot_w + 10}" y="{_f(mid + 4)}" class="note" '
-                f'fill="{color}">{escape(row.note)}</text>'
-            )
+        body += _row_marks(row, y + ROW_H / 2, x, lo, hi, plot_w)
         y += ROW_H
-    top, bottom = 4, y
-    grid = []
-    for t in ticks:
-        gx = _f(x(t))
-        grid.append(
-            f'<line x1="{gx}" x2="{gx}" y1="{top}" y2="{bottom}" class="grid"/>'
-            f'<text x="{gx}" y="{bottom + 14}" text-anchor="middle" class="tick">'
-            f"{escape(_tick_text(t, ticks))}</text>"
-        )
-    if reference is not None and lo <= reference <= hi:
-        rx = _f(x(reference))
-        grid.append(f'<line x1="{rx}" x2="{rx}" y1="{top}" y2="{bottom}" class="ref"/>')
+    bottom = y
+    grid = _grid(ticks, x, bottom, reference, lo, hi)
     height = bottom + AXIS_H
     label = (
         f'<text x="{_f(LABEL_W + plot_w / 2)}" y="{height - 4}" text-anchor="middle" '

@@ -7,6 +7,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Final
 
+from pairlab.core.analysis.decisions import DECISION_WORDS, REASON_WORDS
 from pairlab.core.report.headline import LABELS
 
 METRIC_TITLES: Final = {
@@ -31,20 +32,7 @@ QUESTION_TITLES: Final = {
     "subscription": "Subscription quota",
     "correctness": "Correctness",
 }
-SHORT_REASONS: Final = {
-    "not-observed": "not observed",
-    "too-few-pairs": "too few pairs",
-    "correctness-regressed": "saving, correctness regressed",
-    "correctness-unproven": "saving, correctness not graded",
-    "adjusted-threshold": "above the adjusted threshold",
-    "decision-interval": "only the 95% CI excludes 0",
-    "below-gate": "below the plan's pairs",
-    "not-tested": "not tested",
-    "cohort-below-gate": "cohort below the gate",
-    "not-graded": "nothing graded",
-    "no-quota-units": "no quota measurement",
-    "below-precision": "below the windows' precision",
-}
+SHORT_REASONS: Final = {name: words.short for name, words in REASON_WORDS.items()}
 NULL: Final = "—"
 
 
@@ -87,15 +75,17 @@ def percent(value: Any) -> str:
 
 def decision_word(effect: Mapping[str, Any]) -> str:
     """``win``, ``regression`` or a short reason (empty when there is nothing to say)."""
-    decision = effect.get("decision")
-    if decision in ("primary-win", "secondary-win"):
-        return "win"
-    if decision == "regression":
-        return "regression"
-    if decision == "not-tested":
-        return "not tested"
+    words = DECISION_WORDS.get(str(effect.get("decision")))
+    if words is not None and words.word:
+        return words.word
     reason = effect.get("reason")
     return SHORT_REASONS.get(str(reason), str(reason)) if reason else ""
+
+
+def decision_tone(effect: Mapping[str, Any]) -> str | None:
+    """The colour of an effect's decision (``win``/``regression``), None for the rest."""
+    words = DECISION_WORDS.get(str(effect.get("decision")))
+    return words.tone if words is not None else None
 
 
 def reason_text(reason: str) -> str:
@@ -168,6 +158,7 @@ __all__ = [
     "NULL",
     "QUESTION_TITLES",
     "cohort_title",
+    "decision_tone",
     "decision_word",
     "digits",
     "group_title",

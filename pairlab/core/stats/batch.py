@@ -19,20 +19,19 @@ sums, a decision interval. Anything else goes through the one-set path.
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 from typing import Any, Generic, TypeVar
 
 import numpy as np
 from numpy.typing import NDArray
-from scipy import special  # type: ignore[import-untyped]  # no stubs locked
 
 from pairlab.core.stats import order_keys
 from pairlab.core.stats.bootstrap import MeanIntervals, draw_resample_counts
 from pairlab.core.stats.studentized import (
+    ColumnStats,
     DecisionIntervals,
-    _unbounded,
     column_stats,
+    finish_decision_intervals,
     studentized_sums,
 )
 from pairlab.core.stats.workspace import WORKSPACE
@@ -135,15 +134,12 @@ class IntervalBatch(Generic[Tag]):
         low, high = order_keys.percentile_pair(self.s1[:rows], alpha, 1.0 - alpha)
         low = np.where(degenerate, estimate, estimate + low / n)
         high = np.where(degenerate, estimate, estimate + high / n)
-        decision = _decision(
+        decision = finish_decision_intervals(
             self.tstar[:rows],
             n,
             at_most,
             at_least,
-            estimate,
-            se,
-            degenerate,
-            t_obs,
+            ColumnStats(estimate, se, degenerate, t_obs),
             self.decision_confidence,
         )
         no_fallback = np.zeros(rows, dtype=np.bool_)
@@ -169,43 +165,3 @@ class IntervalBatch(Generic[Tag]):
                 )
             )
         return out
-
-
-def _decision(
-    tstar: NDArray[np.float32],
-    n: NDArray[np.int64],
-    at_most: NDArray[np.int64],
-    at_least: NDArray[np.int64],
-    estimate: FloatArray,
-    se: FloatArray,
-    degenerate: NDArray[np.bool_],
-    t_obs: FloatArray,
-    confidence: float,
-) -> DecisionIntervals:
-    """:func:`pairlab.core.stats.studentized.decision_intervals` with ``n`` per row."""
-    n_rep = tstar.shape[1]
-    alpha = 1.0 - confidence
-    k = math.floor(n_rep * alpha / 2.0 + 1e-9) - 1
-    if k < 0:
-        q_low, q_high = np.full(len(estimate), -np.inf), np.full(len(estimate), np.inf)
-    else:
-        scale = np.sqrt(n - 1.0)
-        q_low, q_high = (
-            _unbounded(q * scale) for q in order_keys.order_pair(tstar, k, n_rep - 1 - k)
-        )
-    p_boot_saving = np.minimum(1.0, (at_most + 1.0) / n_rep)
-    p_boot_increase = np.minimum(1.0, (at_least + 1.0) / n_rep)
-    t_crit = special.stdtrit(n - 1, 1.0 - alpha / 2.0)
-    with np.errstate(invalid="ignore", over="ignore"):
-        boot_low = estimate - q_high * se
-        boot_high = estimate - q_low * se
-    low = np.minimum(estimate - t_crit * se, boot_low)
-    high = np.maximum(estimate + t_crit * se, boot_high)
-    p_student = special.stdtr(n - 1, t_obs)
-    p_saving = np.maximum(p_student, p_boot_saving)
-    p_increase = np.maximum(1.0 - p_student, p_boot_increase)
-    p_saving = np.where(degenerate, np.where(estimate < 0, 0.0, 1.0), p_saving)
-    p_increase = np.where(degenerate, np.where(estimate > 0, 0.0, 1.0), p_increase)
-    low = np.where(degenerate, estimate, low)
-    high = np.where(degenerate, estimate, high)
-    return DecisionIntervals(low, high, p_saving, p_increase)

@@ -197,10 +197,40 @@ def decision_intervals(
 ) -> DecisionIntervals:
     """The decision interval of each column of ``data`` (n rows) from its studentized
     resample sums (reorders ``sums.tstar``); ``columns``: :func:`column_stats` of ``data``."""
-    n = data.shape[0]
-    n_rep = sums.tstar.shape[1]
-    found = columns or column_stats(data)
-    estimate, se, degenerate, t_obs = found.estimate, found.se, found.degenerate, found.t_obs
+    return finish_decision_intervals(
+        sums.tstar,
+        data.shape[0],
+        sums.at_most,
+        sums.at_least,
+        columns or column_stats(data),
+        confidence,
+    )
+
+
+def finish_decision_intervals(
+    tstar: NDArray[np.floating[Any]],
+    n: int | NDArray[np.int64],
+    at_most: NDArray[np.int64],
+    at_least: NDArray[np.int64],
+    columns: ColumnStats,
+    confidence: float,
+) -> DecisionIntervals:
+    """How a win is decided, once: Student's t interval joined with the bootstrap-t one
+    (the wider of the two at each end), the one-sided p-values the larger of Student's
+    and the bootstrap's, and a column with no spread decided by its sign alone.
+
+    ``tstar``: [column, resample] studentized resample sums (reordered here); ``n``:
+    the pairs, one count for every column (:func:`decision_intervals`) or one per
+    column (the batch, :mod:`pairlab.core.stats.batch`); ``at_most``/``at_least``:
+    per column, how many resamples' t lie at most / at least at the observed t.
+    """
+    n_rep = tstar.shape[1]
+    estimate, se, degenerate, t_obs = (
+        columns.estimate,
+        columns.se,
+        columns.degenerate,
+        columns.t_obs,
+    )
     alpha = 1.0 - confidence
     # Order statistics k and B-1-k, k = floor(B alpha/2) - 1: the bootstrap-t high end is
     # below 0 exactly when #(t* <= t) <= k, i.e. p_boot_saving = (#(t* <= t) + 1) / B <= alpha/2.
@@ -208,13 +238,13 @@ def decision_intervals(
     if k < 0:  # too few resamples for this alpha: the bootstrap-t cannot exclude anything
         q_low, q_high = np.full(len(estimate), -np.inf), np.full(len(estimate), np.inf)
     else:
-        scale = math.sqrt(n - 1.0)
+        scale = np.sqrt(n - 1.0)
         # float32: tail order statistics selected as integers (order_keys), same values.
-        select = order_keys.order_pair if sums.tstar.dtype == np.float32 else _order_pair
-        q_low, q_high = (_unbounded(q * scale) for q in select(sums.tstar, k, n_rep - 1 - k))
-    p_boot_saving = np.minimum(1.0, (sums.at_most + 1.0) / n_rep)
-    p_boot_increase = np.minimum(1.0, (sums.at_least + 1.0) / n_rep)
-    t_crit = float(special.stdtrit(n - 1, 1.0 - alpha / 2.0))
+        select = order_keys.order_pair if tstar.dtype == np.float32 else _order_pair
+        q_low, q_high = (_unbounded(q * scale) for q in select(tstar, k, n_rep - 1 - k))
+    p_boot_saving = np.minimum(1.0, (at_most + 1.0) / n_rep)
+    p_boot_increase = np.minimum(1.0, (at_least + 1.0) / n_rep)
+    t_crit = special.stdtrit(n - 1, 1.0 - alpha / 2.0)
     with np.errstate(invalid="ignore", over="ignore"):
         boot_low = estimate - q_high * se
         boot_high = estimate - q_low * se
@@ -249,8 +279,3 @@ def column_stats(data: FloatArray) -> ColumnStats:
     with np.errstate(divide="ignore", invalid="ignore"):
         t_obs = np.where(degenerate, 0.0, estimate / np.where(degenerate, 1.0, se))
     return ColumnStats(estimate, se, degenerate, np.asarray(t_obs))
-
-
-def observed_t(data: FloatArray) -> FloatArray:
-    """``mean / se`` of each column (0 for a column without spread)."""
-    return column_stats(data).t_obs

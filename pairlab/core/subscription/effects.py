@@ -27,7 +27,14 @@ from typing import Any, Final
 import numpy as np
 import polars as pl
 
-from pairlab.core.analysis.decisions import DECISIONS, REASONS, ROLES, WINS, label_effects
+from pairlab.core.analysis.decisions import (
+    DECISIONS,
+    REASONS,
+    ROLES,
+    WINS,
+    EffectLabels,
+    label_effects,
+)
 from pairlab.core.analysis.engine import RESULTS, CohortBootstrap, Settings
 from pairlab.core.analysis.metrics import KEY_COLUMNS, Contrast
 from pairlab.core.analysis.study_plan import StudyPlan
@@ -136,8 +143,6 @@ def quota_effects(
         _cohort(tuple(str(v) for v in k), rows, contrasts)
         for k, rows in sorted(kept.group_by(list(KEY_COLUMNS)), key=lambda kr: tuple(kr[0]))
     ]
-    k, n_c, n_m = len(cohorts), len(contrasts), len(WINDOW_METRICS)
-    results = {name: np.full((k, n_c, n_m), np.nan) for name in RESULTS}
     settings = Settings(
         run_id=run_id,
         contrasts=list(contrasts),
@@ -147,11 +152,9 @@ def quota_effects(
         method="percentile",
         decision_confidence=1.0 - plan.alpha,
     )
-    engine = CohortBootstrap(settings, results)
     ok = np.array([c.complete >= gate for c in cohorts], dtype=bool)
-    for idx, cohort in enumerate(cohorts):
-        if ok[idx]:
-            engine.run(idx, cohort.key, cohort.pair_ids, cohort.diffs, cohort.applies, [])
+    results = _bootstrap(cohorts, ok, settings)
+    k, n_c, n_m = len(cohorts), len(contrasts), len(WINDOW_METRICS)
     applies = np.array([c.applies for c in cohorts], dtype=bool).reshape(k, n_c)
     n = np.array([(~np.isnan(c.diffs)).sum(axis=0) for c in cohorts], dtype=np.int64).reshape(
         k, n_c, n_m
@@ -174,38 +177,17 @@ def quota_effects(
         metrics=METRIC_NAMES,
     )
     with np.errstate(invalid="ignore"):
-        p_two = np.minimum(1.0, 2.0 * np.minimum(results["p_saving"], results["p_increase"]))
+        results["p_two"] = np.minimum(
+            1.0, 2.0 * np.minimum(results["p_saving"], results["p_increase"])
+        )
     out: dict[CohortKey, dict[str, Any]] = {}
     for idx, cohort in enumerate(cohorts):
-        effects = []
-        for j, contrast in enumerate(contrasts):
-            if not (ok[idx] and applies[idx, j]):
-                continue
-            for i, metric in enumerate(METRIC_NAMES):
-                decision = DECISIONS[labels.decision[idx, j, i]]
-                reason = REASONS[labels.reason[idx, j, i]]
-                effects.append(
-                    {
-                        "treatment": contrast.treatment,
-                        "control": contrast.control,
-                        "metric": metric,
-                        "window": WINDOW_METRICS[i][0],
-                        "estimate": _num(results["estimate"][idx, j, i]),
-                        "ciLow": _num(results["low"][idx, j, i]),
-                        "ciHigh": _num(results["high"][idx, j, i]),
-                        "n": int(n[idx, j, i]),
-                        "excludedNull": int(cohort.null_pairs[j, i]),
-                        "excludedByReason": dict(sorted(cohort.null_reasons[j][i].items())),
-                        "win": decision in WINS,
-                        "role": ROLES[labels.role[idx, j, i]],
-                        "decision": decision,
-                        "reason": reason or None,
-                        "decisionLow": _num(results["decision_low"][idx, j, i]),
-                        "decisionHigh": _num(results["decision_high"][idx, j, i]),
-                        "pValue": _num(p_two[idx, j, i]),
-                        "pAdjusted": _num(labels.p_adjusted[idx, j, i]),
-                    }
-                )
+        effects = [
+            _effect_json(cohort, contrast, i, results, labels, n, (idx, j, i))
+            for j, contrast in enumerate(contrasts)
+            if ok[idx] and applies[idx, j]
+            for i in range(n_m)
+        ]
         out[cohort.key] = {
             "status": "ok" if ok[idx] else "insufficient",
             "pairs": cohort.complete,
@@ -213,6 +195,55 @@ def quota_effects(
             "effects": effects,
         }
     return out
+
+
+def _bootstrap(
+    cohorts: Sequence[_Cohort], ok: np.ndarray, settings: Settings
+) -> dict[str, np.ndarray]:
+    """The cohort analysis's bootstrap of each sufficient cohort: [cohort, contrast, window]
+    arrays of :data:`RESULTS` (NaN where a cohort was not resampled)."""
+    shape = (len(cohorts), len(settings.contrasts), len(WINDOW_METRICS))
+    results = {name: np.full(shape, np.nan) for name in RESULTS}
+    engine = CohortBootstrap(settings, results)
+    for idx, cohort in enumerate(cohorts):
+        if ok[idx]:
+            engine.run(idx, cohort.key, cohort.pair_ids, cohort.diffs, cohort.applies, [])
+    return results
+
+
+def _effect_json(
+    cohort: _Cohort,
+    contrast: Contrast,
+    i: int,
+    results: Mapping[str, np.ndarray],
+    labels: EffectLabels,
+    n: np.ndarray,
+    at: tuple[int, int, int],
+) -> dict[str, Any]:
+    """One window's effect (metric ``i``) of ``contrast`` in ``cohort`` (``at``: its index)."""
+    j = at[1]
+    decision = DECISIONS[labels.decision[at]]
+    reason = REASONS[labels.reason[at]]
+    return {
+        "treatment": contrast.treatment,
+        "control": contrast.control,
+        "metric": METRIC_NAMES[i],
+        "window": WINDOW_METRICS[i][0],
+        "estimate": _num(results["estimate"][at]),
+        "ciLow": _num(results["low"][at]),
+        "ciHigh": _num(results["high"][at]),
+        "n": int(n[at]),
+        "excludedNull": int(cohort.null_pairs[j, i]),
+        "excludedByReason": dict(sorted(cohort.null_reasons[j][i].items())),
+        "win": decision in WINS,
+        "role": ROLES[labels.role[at]],
+        "decision": decision,
+        "reason": reason or None,
+        "decisionLow": _num(results["decision_low"][at]),
+        "decisionHigh": _num(results["decision_high"][at]),
+        "pValue": _num(results["p_two"][at]),
+        "pAdjusted": _num(labels.p_adjusted[at]),
+    }
 
 
 __all__ = ["METRIC_NAMES", "WINDOW_METRICS", "Correctness", "quota_effects"]

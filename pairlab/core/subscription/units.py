@@ -22,8 +22,8 @@ from typing import Final, Literal
 
 import polars as pl
 
-from pairlab.core.analysis.cohorts import DEFAULT_STRATUM, UNKNOWN
 from pairlab.core.analysis.metrics import KEY_COLUMNS
+from pairlab.core.analysis.pairing import DEFAULT_STRATUM, UNKNOWN
 from pairlab.core.quota.consumption import (
     QUOTA_METRICS,
     QUOTA_PRECISION_COLUMNS,

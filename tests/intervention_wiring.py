@@ -1,4 +1,6 @@
-"""How a treated arm reaches the reference intervention through each real CLI's own config.
+"""How a treated arm reaches the reference intervention through each real CLI's own config:
+the generator of the committed copies the profiles use, and the wiring the real-CLI tests
+place (production reads only the committed copies and the profiles' own arm args).
 
 Measured against the real binaries (tests/integration/test_intervention_real_clis.py):
 
@@ -19,7 +21,7 @@ venv's bin locally, ``/usr/local/bin`` in the client images), so no rendered fil
 holds an absolute path. Committed copies for profiles and home seeds:
 ``runner_profiles/treatment/claude-mcp-config.json`` and
 ``runner_profiles/treatment/codex/.codex/config.toml`` (a test keeps them equal to
-what this module renders).
+what this module renders). ``uv run python -m tests.intervention_wiring`` rewrites them.
 """
 
 from __future__ import annotations
@@ -85,7 +87,7 @@ def codex_config_toml(command: Sequence[str] = SERVER_COMMAND) -> str:
     """``$CODEX_HOME/config.toml`` holding only the server."""
     return (
         "# Treated arms: pairlab's reference intervention (token-optimizer, an MCP server).\n"
-        "# Rendered by pairlab/adapters/intervention_wiring.py; Codex passes the server only\n"
+        "# Rendered by tests/intervention_wiring.py; Codex passes the server only\n"
         "# the variables named in env_vars.\n"
         f"[mcp_servers.{SERVER_NAME}]\n"
         f"command = {_toml_string(command[0])}\n"
@@ -111,3 +113,17 @@ def write_codex_config(codex_home: Path, command: Sequence[str] = SERVER_COMMAND
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(codex_config_toml(command), encoding="utf-8")
     return path
+
+
+def write_committed_copies(treatment_dir: Path) -> list[Path]:
+    """Render the committed copies under ``runner_profiles/treatment/``."""
+    claude = treatment_dir / "claude-mcp-config.json"
+    claude.write_text(json.dumps(claude_mcp_config(), indent=2) + "\n", encoding="utf-8")
+    return [claude, write_codex_config(treatment_dir / "codex" / ".codex")]
+
+
+if __name__ == "__main__":
+    for written in write_committed_copies(
+        Path(__file__).parent.parent / "runner_profiles" / "treatment"
+    ):
+        print(written)
