@@ -27,7 +27,9 @@ import httpx
 
 from bench.result import Result
 from pairlab.adapters.backends.local import agent_path
-from pairlab.adapters.clients.registry import CLAUDE_PRINT_FLAGS, CODEX_EXEC_FLAGS, resolve_cli
+from pairlab.adapters.clients.claude import CLAUDE_PRINT_FLAGS
+from pairlab.adapters.clients.codex import CODEX_EXEC_FLAGS
+from pairlab.adapters.clients.registry import resolve_cli
 from pairlab.adapters.emulator import EpisodeRegistration, ProviderEmulator
 from pairlab.adapters.paths import catalog_dir
 from pairlab.core.errors import EnvironmentUnavailable

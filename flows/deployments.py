@@ -21,6 +21,7 @@ SMALL_EVAL = EvidenceEvalParams(
 
 def form_choices() -> Choices:
     """The suites, runner profiles and task ids the forms offer (read at deploy time)."""
+    from pairlab.adapters.clients.registry import REAL_CLIS
     from pairlab.adapters.paths import catalog_dir
     from pairlab.adapters.profiles import scan_profiles
     from pairlab.core.schemas.catalog import load_suite
@@ -31,19 +32,20 @@ def form_choices() -> Choices:
         for entry in load_suite(catalog_dir(), suite).tasks:
             tasks[entry.id] = None
     loaded = [p for p in scan_profiles() if p.profile is not None]
+    real_cli_readers = {cli.usage_reader for cli in REAL_CLIS.values()}
     return Choices(
         suites=suites,
         profiles=[p.name for p in loaded],
         tasks=sorted(tasks),
         # canary arms differ by a simulator revision (no emulator endpoint), and loom's
-        # artifact names claude or codex usage only
+        # artifact names a real CLI's usage only (claude or codex)
         profiles_by_model={
             "CanaryTrialParams": [
                 p.name
                 for p in loaded
                 if p.profile is not None
                 and p.profile.endpoint is None
-                and p.profile.usage.reader in ("claude", "codex")
+                and p.profile.usage.reader in real_cli_readers
             ]
         },
     )

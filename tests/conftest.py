@@ -14,9 +14,22 @@ settings.load_profile("ci" if os.environ.get("CI") else "dev")
 os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
 os.environ.setdefault("DO_NOT_TRACK", "1")
 os.environ.setdefault("PREFECT_LOGGING_LEVEL", "WARNING")
+# Docker resources of this test process (and of the pairlab processes it starts) carry the
+# label pairlab.scope=pytest-<xdist worker>: orphan cleanup in one worker never removes what
+# another worker (or a user's run) made (pairlab.adapters.backends.docker.cleanup_orphans).
+os.environ["PAIRLAB_DOCKER_SCOPE"] = f"pytest-{os.environ.get('PYTEST_XDIST_WORKER', 'main')}"
 
 
 import pytest  # noqa: E402
+
+from tests.prefect_server import STARTUP_TIMEOUT_S  # noqa: E402
+from tests.scheduling import assign_groups_and_order  # noqa: E402
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """xdist groups, slow marks and the run order (tests/scheduling.py)."""
+    assign_groups_and_order(items)
 
 
 @pytest.fixture(scope="session")
@@ -24,7 +37,7 @@ def prefect_harness():  # type: ignore[no-untyped-def]
     """One real Prefect engine (test harness, temporary SQLite) per test session."""
     from prefect.testing.utilities import prefect_test_harness
 
-    with prefect_test_harness(server_startup_timeout=180):
+    with prefect_test_harness(server_startup_timeout=STARTUP_TIMEOUT_S):
         yield
 
 

@@ -29,6 +29,10 @@ LABEL_EPISODE = "pairlab.episode_id"
 LABEL_OWNER = "pairlab.owner"
 LABEL_KEEP = "pairlab.keep"
 LABEL_SOCKET_DIR = "pairlab.socket_dir"  # a run network's host directory of relay sockets
+# Resources are labelled with PAIRLAB_DOCKER_SCOPE when it is set (e.g. one per pytest-xdist
+# worker); orphan cleanup only touches resources of its own scope (unset = unlabelled ones).
+LABEL_SCOPE = "pairlab.scope"
+SCOPE_ENV = "PAIRLAB_DOCKER_SCOPE"
 
 T = TypeVar("T")
 
@@ -82,6 +86,13 @@ def call_docker(what: str, fn: Callable[[], T]) -> T:
 
 def owner_label() -> str:
     return f"{socket.gethostname()}:{os.getpid()}"
+
+
+def scope_labels() -> dict[str, str]:
+    """The ``pairlab.scope`` label of this process's resources ({} when PAIRLAB_DOCKER_SCOPE
+    is unset): orphan cleanup never removes another scope's resources."""
+    scope = os.environ.get(SCOPE_ENV, "")
+    return {LABEL_SCOPE: scope} if scope else {}
 
 
 def remove_network(network: Any) -> None:

@@ -19,13 +19,13 @@ import pytest
 
 from pairlab.adapters.backends.base import EpisodeSpec, GraphSeed, PreparedEpisode, RunOutcome
 from pairlab.adapters.backends.local import LocalBackend
-from pairlab.adapters.clients.cli_output import (
+from pairlab.adapters.clients.claude import (
+    CLAUDE_PRINT_FLAGS,
     claude_final_answer,
     claude_result_usage,
-    codex_final_answer,
-    codex_turn_usage,
 )
-from pairlab.adapters.clients.registry import CLAUDE_PRINT_FLAGS, CODEX_EXEC_FLAGS, resolve_cli
+from pairlab.adapters.clients.codex import CODEX_EXEC_FLAGS, codex_final_answer, codex_turn_usage
+from pairlab.adapters.clients.registry import resolve_cli
 from pairlab.adapters.emulator import EpisodeHandle, EpisodeRegistration, Fault, ProviderEmulator
 from pairlab.adapters.episode.grading import grade
 from pairlab.adapters.usage import read_usage

@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 
 from pairlab.adapters.backends.local import LocalBackend
-from pairlab.adapters.clients.cli_output import json_lines
+from pairlab.adapters.clients.base import json_lines
 from pairlab.adapters.emulator import Fault, ProviderEmulator
 from pairlab.adapters.quota import make_probe
 from pairlab.adapters.usage import read_usage

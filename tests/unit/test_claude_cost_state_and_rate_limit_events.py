@@ -8,12 +8,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from pairlab.adapters.clients.cli_output import (
-    claude_final_answer,
-    claude_result_usage,
-    codex_final_answer,
-    codex_turn_usage,
-)
+from pairlab.adapters.clients.claude import claude_final_answer, claude_result_usage
+from pairlab.adapters.clients.codex import codex_final_answer, codex_turn_usage
 from pairlab.adapters.usage import read_usage
 from pairlab.adapters.usage.claude import rate_limit_event_observations
 from pairlab.adapters.usage.claude_cost_state import BELOW_TRANSCRIPT, REMAINDER

@@ -14,6 +14,7 @@ import os
 import re
 import shutil
 import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -26,6 +27,7 @@ from flows.params import EvidenceEvalParams
 from tests.support import REPO_ROOT, require
 
 INFRA = REPO_ROOT / "infra"
+PREFECT = str(Path(sys.executable).parent / "prefect")
 PLACEHOLDER = re.compile(r"\{\{\s*([A-Za-z_][A-Za-z0-9_]*)\s*\}\}")
 DEPLOYMENTS = {
     "evidence-eval": "flows/evidence_eval.py:evidence_eval",
@@ -110,13 +112,15 @@ def test_work_pool_template_shape(kind: str) -> None:
 
 @pytest.mark.prefect
 @pytest.mark.parametrize("kind", ["docker", "kubernetes"])
-def test_work_pool_template_keeps_everything_of_prefects_default(kind: str) -> None:
+def test_work_pool_template_keeps_everything_of_prefects_default(
+    kind: str, prefect_server: Any
+) -> None:
+    # Prefect's own CLI against the session's Prefect server (without one, each call starts
+    # an ephemeral API server: minutes on a loaded 2-core machine).
     proc = subprocess.run(
-        ["uv", "run", "prefect", "work-pool", "get-default-base-job-template", "--type", kind],
+        [PREFECT, "work-pool", "get-default-base-job-template", "--type", kind],
         cwd=REPO_ROOT,
-        # The command starts an ephemeral API server; its 20 s default startup timeout
-        # fails on a loaded 2-core machine (the CLI sets the same 120 s: pairlab/cli/run.py).
-        env={**os.environ, "PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS": "120"},
+        env=prefect_server.env,
         capture_output=True,
         timeout=300,
         check=False,

@@ -10,8 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from pairlab.adapters.certify.live import PROBE_SEED, PROBE_TASK, offered_servers
+from pairlab.adapters.certify.live import PROBE_SEED, PROBE_TASK
 from pairlab.adapters.certify.planted_config import MARKER_DIR, SCRIPT_DIR, SCRIPT_NAME, plant
+from pairlab.adapters.clients.registry import REAL_CLIS
 from pairlab.core.emulator.scripted_model import ScriptChoices
 
 
@@ -83,7 +84,7 @@ def test_offered_mcp_servers_are_read_from_both_request_shapes() -> None:
             {"name": "mcp__pairlab-planted-project-mcp-json__planted_project_mcp_json"},
         ]
     }
-    assert offered_servers("claude", claude) == {
+    assert REAL_CLIS["claude"].offered_servers(claude) == {
         "token-optimizer",
         "pairlab-planted-project-mcp-json",
     }
@@ -101,9 +102,12 @@ def test_offered_mcp_servers_are_read_from_both_request_shapes() -> None:
             {"type": "namespace", "name": "mcp__other_server", "tools": []},
         ]
     }
-    assert offered_servers("codex", codex) == {
+    assert REAL_CLIS["codex"].offered_servers(codex) == {
         "token-optimizer",
         "pairlab-planted-project-config-mcp-server",
         "other_server",
     }
-    assert offered_servers("codex", {"tools": [{"type": "function", "name": "mcp__x"}]}) == set()
+    assert (
+        REAL_CLIS["codex"].offered_servers({"tools": [{"type": "function", "name": "mcp__x"}]})
+        == set()
+    )

@@ -71,6 +71,7 @@ from pairlab.adapters.docker_engine import (
     call_docker,
     connect,
     owner_label,
+    scope_labels,
 )
 from pairlab.adapters.images.build import ensure_image
 from pairlab.core.errors import ExecutionError, ReasonCode
@@ -137,6 +138,7 @@ class DockerBackend:
             LABEL_OWNER: owner_label(),
             LABEL_KEEP: "true" if spec.keep_workspace else "false",
             "pairlab.role": role,
+            **scope_labels(),
         }
 
     def _grant_account_dir(self, account: Path) -> None:

@@ -52,7 +52,7 @@ OWNER_FILE = "owner.json"
 def agent_path(path: str | None) -> str:
     """PATH for a local episode: this environment's bin directory (the simulator's console
     script lives there) first, then the real CLIs' bundled directories (``claude``,
-    ``codex`` and Codex's ``rg``; see ``real_clis``), then ``path`` (or the system default)."""
+    ``codex`` and Codex's ``rg``; see ``clients.registry``), then ``path`` (or the system default)."""
     first = [str(Path(sys.executable).parent), *(str(d) for d in bundled_path_dirs())]
     rest = path or os.defpath
     return os.pathsep.join([*first, *[p for p in rest.split(os.pathsep) if p not in first]])

@@ -23,9 +23,11 @@ from pairlab.adapters.docker_engine import (
     LABEL_MANAGED,
     LABEL_OWNER,
     LABEL_RUN,
+    LABEL_SCOPE,
     LABEL_SOCKET_DIR,
     call_docker,
     remove_network,
+    scope_labels,
 )
 
 
@@ -41,14 +43,17 @@ def _owner_alive(owner: str | None) -> bool:
 def cleanup_orphans(client: Any, active_run_ids: Set[str] = frozenset()) -> dict[str, list[str]]:
     """Remove pairlab-managed containers, volumes and run networks whose run is not active.
 
-    A resource is an orphan when its run is not in ``active_run_ids``, it is not
-    marked keep, and the process that created it (on this host) is gone.
+    A resource is an orphan when it belongs to this process's scope (``scope_labels``),
+    its run is not in ``active_run_ids``, it is not marked keep, and the process that
+    created it (on this host) is gone.
     """
     removed: dict[str, list[str]] = {"containers": [], "volumes": [], "networks": []}
+    scope = scope_labels().get(LABEL_SCOPE, "")
 
     def orphan(labels: Mapping[str, str]) -> bool:
         return (
-            labels.get(LABEL_RUN) not in active_run_ids
+            labels.get(LABEL_SCOPE, "") == scope
+            and labels.get(LABEL_RUN) not in active_run_ids
             and labels.get(LABEL_KEEP) != "true"
             and not _owner_alive(labels.get(LABEL_OWNER))
         )

@@ -56,6 +56,7 @@ from pairlab.adapters.docker_engine import (
     call_docker,
     owner_label,
     remove_network,
+    scope_labels,
 )
 from pairlab.core.errors import (
     EnvironmentUnavailable,
@@ -172,6 +173,7 @@ def _labels(run_id: str, role: str) -> dict[str, str]:
         LABEL_RUN: run_id,
         LABEL_OWNER: owner_label(),
         "pairlab.role": role,
+        **scope_labels(),
     }
 
 

@@ -3,5 +3,6 @@
 ``report`` (the report types both certifiers build), ``sim`` (certification against the
 simulated client, and the dispatch to ``live``), ``sim_probe`` (the simulator's isolation
 probe), ``live`` (the real CLIs: flag ablations, the planted item x arm matrix),
-``planted_config`` and ``planted_mcp_server`` (what is planted).
+``planted_config`` and ``planted_mcp_server`` (how items are planted; which items,
+each CLI's record in ``adapters.clients`` says).
 """

@@ -45,6 +45,7 @@ from pairlab.adapters.certify.report import (
     ProfileCertification,
 )
 from pairlab.adapters.certify.sim_probe import host_env_for
+from pairlab.adapters.clients.registry import REAL_CLIS, resolve_cli
 from pairlab.adapters.episode.finding_evidence import lifecycle_of
 from pairlab.adapters.episode.session import run_and_collect
 from pairlab.adapters.paths import catalog_dir
@@ -69,7 +70,6 @@ _FRESH_HOME: Final = IsolationFlag(
     args=["fresh HOME"], strips="the host user's own config (a fresh HOME per episode)"
 )
 _VERSION = re.compile(r"\d+\.\d+\.\d+")
-_SOURCE_LINE = re.compile(r"^- ([A-Za-z0-9_.-]+)(?::|$)", re.M)
 
 
 @dataclass
@@ -97,25 +97,6 @@ def _bodies(registered: EpisodeEndpoint) -> list[dict[str, Any]]:
         if isinstance(data, dict):
             bodies.append(data)
     return bodies
-
-
-def offered_servers(client: str, body: dict[str, Any]) -> set[str]:
-    """The MCP servers a request offers the model: Claude's ``mcp__<server>__<tool>``
-    tools (deferred or not); Codex's MCP namespaces and the sources its tool search
-    names (built-in sources have spaces in their names)."""
-    found: set[str] = set()
-    for tool in body.get("tools") or []:
-        if not isinstance(tool, dict):
-            continue
-        name = tool.get("name")
-        if client == "claude" and isinstance(name, str) and name.startswith("mcp__"):
-            found.add(name.split("__")[1])
-        elif client == "codex" and tool.get("type") == "namespace" and isinstance(name, str):
-            found.add(name.removeprefix("mcp__"))
-        elif client == "codex" and tool.get("type") == "tool_search":
-            description = str(tool.get("description") or "")
-            found.update(_SOURCE_LINE.findall(description))
-    return found
 
 
 def _normal(server: str) -> str:
@@ -151,7 +132,7 @@ def observe(
     text = "\n".join(json.dumps(b, ensure_ascii=False) for b in bodies)
     servers: set[str] = set()
     for body in bodies:
-        servers |= offered_servers(client, body)
+        servers |= REAL_CLIS[client].offered_servers(body)
     markers_dir = collected / "state" / MARKER_DIR
     markers = {p.name for p in markers_dir.iterdir()} if markers_dir.is_dir() else set()
     seen = set()
@@ -245,9 +226,7 @@ def _cli_check(profile: RunnerProfile, backend_name: str) -> tuple[CertifyCheck,
         image_id = image_present(tag)
         detail = f"{profile.image} = {tag} ({(image_id or '?')[:19]}), matching this checkout"
         return CertifyCheck(name="image", passed=True, detail=detail), None
-    from pairlab.adapters.clients.registry import resolve_cli
-
-    if profile.client not in ("claude", "codex"):
+    if profile.client not in REAL_CLIS:
         return CertifyCheck(
             name="cli", passed=False, detail=f"no bundled CLI '{profile.client}'"
         ), None
@@ -536,4 +515,4 @@ def _controls(
     return found
 
 
-__all__ = ["PROBE_SEED", "PROBE_TASK", "certify_live", "observe", "offered_servers"]
+__all__ = ["PROBE_SEED", "PROBE_TASK", "certify_live", "observe"]

@@ -14,7 +14,9 @@ side effect that shows whether the CLI loaded it:
 * ``mcp`` -- the MCP server ``pairlab-planted-<slug>`` is offered to the model
   (its tools in a Claude request, a source of Codex's tool search).
 
-:func:`plant` writes them and returns the items; :mod:`certify_live` reads the
+Which items, and where, each CLI's record says (``RealCli.plant_config`` in
+``adapters.clients``, writing through a :class:`Planter`). :func:`plant` writes them
+and returns the items; :mod:`certify_live` reads the
 evidence back from the emulator's request log and the collected state dir.
 """
 
@@ -28,6 +30,7 @@ from pathlib import Path
 from typing import Final, Literal
 
 from pairlab.adapters.certify import planted_mcp_server
+from pairlab.adapters.clients.base import TextKind
 
 MARKER_DIR: Final = "pairlab-planted"  # under the episode's state dir
 TEXT_PREFIX: Final = "pairlab-planted:"
@@ -100,7 +103,12 @@ def _command(slug: str) -> str:
     return _markdown(slug, "command")
 
 
-class _Planter:
+class Planter:
+    """Writes planted items under the stand-in HOME (user) or the workspace (project) and
+    records each (``items``); each CLI's ``plant_config`` says which items and where."""
+
+    hook_events: tuple[str, ...] = HOOK_EVENTS
+
     def __init__(self, home: Path, workspace: Path) -> None:
         self.home, self.workspace = home, workspace
         self.items: list[PlantedItem] = []
@@ -115,11 +123,9 @@ class _Planter:
         self.items.append(item)
         return item
 
-    def text(
-        self, scope: Scope, slug: str, path: str, what: str, body: Callable[[str], str]
-    ) -> None:
+    def text(self, scope: Scope, slug: str, path: str, what: str, kind: TextKind) -> None:
         item = self.add(scope, slug, path, what, "text")
-        _write(self.root(scope) / path, body(item.slug))
+        _write(self.root(scope) / path, _TEXTS[kind](item.slug))
 
     def hooks(self, scope: Scope, slug: str, path: str, what: str) -> None:
         item = self.add(scope, slug, path, what, "marker")
@@ -174,80 +180,26 @@ def _memory(slug: str) -> str:
     return f"{TEXT_PREFIX}{slug}\n"
 
 
-def _plant_claude(p: _Planter) -> None:
-    scope: Scope
-    for scope in ("user", "project"):
-        p.hooks(
-            scope, "settings-hooks", ".claude/settings.json", f"hooks ({', '.join(HOOK_EVENTS)})"
-        )
-        # distinct names per scope: a project item of the same name would shadow the user's
-        name = f"pairlab-planted-{scope}"
-        p.text(scope, "rules", f".claude/rules/{name}-rule.md", "rule file", _rule)
-        p.text(scope, "skill", f".claude/skills/{name}-skill/SKILL.md", "skill", _skill)
-        p.text(scope, "command", f".claude/commands/{name}-command.md", "slash command", _command)
-        p.text(scope, "agent", f".claude/agents/{name}-agent.md", "subagent", _agent)
-    p.text("user", "claude-md", ".claude/CLAUDE.md", "user memory (CLAUDE.md)", _memory)
-    p.claude_mcp(
-        "user",
-        "config-dir-mcp",
-        ".claude/.claude.json",
-        "MCP server ($CLAUDE_CONFIG_DIR/.claude.json)",
-    )
-    p.hooks(
-        "project", "local-settings-hooks", ".claude/settings.local.json", "local settings hooks"
-    )
-    p.claude_mcp("project", "mcp-json", ".mcp.json", "project MCP server (.mcp.json)")
-    p.text("project", "claude-md", "CLAUDE.md", "project memory (CLAUDE.md)", _memory)
-    p.text(
-        "project", "local-claude-md", "CLAUDE.local.md", "local memory (CLAUDE.local.md)", _memory
-    )
-
-
-def _plant_codex(p: _Planter) -> None:
-    p.codex_config("user", ".codex/config.toml", instructions=False)
-    p.text("user", "agents-md", ".codex/AGENTS.md", "AGENTS.md ($CODEX_HOME)", _memory)
-    p.text("user", "skill", ".codex/skills/pairlab-planted-user-skill/SKILL.md", "skill", _skill)
-    p.text(
-        "user",
-        "agents-skill",
-        ".agents/skills/pairlab-planted-user-skill/SKILL.md",
-        "user skill",
-        _skill,
-    )
-    # the compile check every arm runs (certify's seed) -- forbidden if the rule loads
-    p.codex_rules("user", ".codex/rules/pairlab-planted.rules", "python3")
-    p.hooks("user", "hooks-json", ".codex/hooks.json", f"hooks.json ({', '.join(HOOK_EVENTS)})")
-    p.codex_config("project", ".codex/config.toml", instructions=True)
-    p.text("project", "agents-md", "AGENTS.md", "project doc (AGENTS.md)", _memory)
-    p.codex_rules("project", ".codex/rules/pairlab-planted.rules", "ls")
-    p.hooks("project", "hooks-json", ".codex/hooks.json", f"hooks.json ({', '.join(HOOK_EVENTS)})")
-    p.text(
-        "project",
-        "agents-skill",
-        ".agents/skills/pairlab-planted-project-skill/SKILL.md",
-        "skill",
-        _skill,
-    )
-    p.text(
-        "project",
-        "codex-skill",
-        ".codex/skills/pairlab-planted-project-skill/SKILL.md",
-        "skill",
-        _skill,
-    )
+_TEXTS: Final[dict[TextKind, Callable[[str], str]]] = {
+    "memory": _memory,
+    "skill": _skill,
+    "rule": _rule,
+    "command": _command,
+    "agent": _agent,
+}
 
 
 def plant(client: str, home: Path, workspace: Path) -> list[PlantedItem]:
     """Plant ``client``'s full user config into ``home`` and project config into ``workspace``."""
-    planter = _Planter(home, workspace)
-    planter.scripts()
-    if client == "claude":
-        _plant_claude(planter)
-    elif client == "codex":
-        _plant_codex(planter)
-    else:
+    from pairlab.adapters.clients.registry import REAL_CLIS
+
+    cli = REAL_CLIS.get(client)
+    if cli is None:
         raise ValueError(f"no planted config for client '{client}'")
+    planter = Planter(home, workspace)
+    planter.scripts()
+    cli.plant_config(planter)
     return planter.items
 
 
-__all__ = ["MARKER_DIR", "PlantedItem", "plant"]
+__all__ = ["HOOK_EVENTS", "MARKER_DIR", "PlantedItem", "Planter", "plant"]

@@ -68,11 +68,12 @@ def read_episode_evidence(collected: CollectedFiles, transcripts: list[Path]) ->
 
 def lifecycle_of(client: str, collected: Path, trace_name: str) -> dict[str, Any]:
     """Claim 1's lifecycle certification of one treated episode's collected files."""
+    from pairlab.adapters.clients.registry import REAL_CLIS
     from pairlab.core.findings.lifecycle import certify_lifecycle
 
     state = collected / "state"
-    pattern = ".claude/projects" if client == "claude" else ".codex/sessions"
-    transcripts = sorted((collected / "home" / pattern).rglob("*.jsonl"))
+    transcript_dir = REAL_CLIS[client].transcript_dir
+    transcripts = sorted((collected / "home" / transcript_dir).rglob("*.jsonl"))
     return certify_lifecycle(
         client,
         read_jsonl(state / trace_name)[0],

@@ -105,10 +105,10 @@ def ingest_ledger(collected: CollectedFiles, episode_dir: Path) -> dict[str, int
 def extract_final_answer(stdout: str, client: str | None = None) -> str | None:
     """The agent's final answer: the real CLIs' own result (Claude's ``result`` object,
     Codex's last ``agent_message``), else the simulator's ``FINAL ANSWER:`` line."""
-    if client in ("claude", "codex"):
-        from pairlab.adapters.clients.cli_output import claude_final_answer, codex_final_answer
+    from pairlab.adapters.clients.registry import REAL_CLIS
 
-        return (claude_final_answer if client == "claude" else codex_final_answer)(stdout)
+    if client in REAL_CLIS:
+        return REAL_CLIS[client].final_answer(stdout)
     matches = FINAL_ANSWER.findall(stdout)
     return matches[-1].strip() if matches else None
 

@@ -120,13 +120,9 @@ class GroundTruthCheck:
 
 
 def cli_own_usage(client: str, stdout: str) -> UsageVector | None:
-    from pairlab.adapters.clients.cli_output import claude_result_usage, codex_turn_usage
-
-    if client == "claude":
-        return claude_result_usage(stdout)
-    if client == "codex":
-        return codex_turn_usage(stdout)
-    return None
+    """The usage a real CLI states on its own stdout (None for any other client)."""
+    cli = REAL_CLIS.get(client)
+    return cli.own_usage(stdout) if cli is not None else None
 
 
 def _host_env(profile: RunnerProfile, host_env: Mapping[str, str]) -> dict[str, str]:

@@ -1,0 +1,89 @@
+"""What pairlab knows about one real CLI, as one record: :class:`RealCli`.
+
+Each real CLI has one module (``clients.claude``, ``clients.codex``) defining its
+record; ``clients.registry.REAL_CLIS`` holds them, keyed by the profile's ``client``.
+Call sites look the record up instead of branching on the client's name. The usage
+readers (``adapters.usage``) and quota probes (``adapters.quota``) keep their own
+tables; a record names its reader by key (``usage_reader``).
+
+Stdout is read as JSON lines (:func:`json_lines`): lines that are not JSON objects
+are skipped; a missing answer or usage is None (null is not zero).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal, Protocol
+
+from pairlab.core.errors import EnvironmentUnavailable, ReasonCode
+from pairlab.core.schemas.usage import UsageVector
+
+Scope = Literal["user", "project"]
+TextKind = Literal["memory", "skill", "rule", "command", "agent"]
+
+
+class Planter(Protocol):
+    """What a CLI's ``plant_config`` writes through (``certify.planted_config`` implements
+    it): the CLI says where each item goes; certify says what it holds and its side effect."""
+
+    hook_events: tuple[str, ...]
+
+    def text(self, scope: Scope, slug: str, path: str, what: str, kind: TextKind) -> None: ...
+
+    def hooks(self, scope: Scope, slug: str, path: str, what: str) -> None: ...
+
+    def claude_mcp(self, scope: Scope, slug: str, path: str, what: str) -> None: ...
+
+    def codex_config(self, scope: Scope, path: str, *, instructions: bool) -> None: ...
+
+    def codex_rules(self, scope: Scope, path: str, command: str) -> None: ...
+
+
+@dataclass(frozen=True)
+class RealCli:
+    """One real CLI: its wheel and binary, how to read its output, where its transcripts
+    land, which MCP servers its requests offer and the full config certify plants for it."""
+
+    name: str
+    import_name: str  # the Python package that carries the binary (found, never imported)
+    wheel: str  # its PyPI wheel
+    # (binary, directories to put on PATH) inside the installed package, unchecked
+    locate: Callable[[Path], tuple[Path, tuple[Path, ...]]]
+    read_version: Callable[[Path], str]  # the binary's version; raises when unreadable
+    declared_version: Callable[[Path], str | None]  # what the wheel's metadata names, if any
+    headless_flags: tuple[str, ...]  # the non-interactive flags (shared/REAL-CLIS.md)
+    usage_reader: str  # its key in ``adapters.usage.READERS``
+    transcript_dir: str  # under HOME: where the CLI writes its session transcripts (*.jsonl)
+    final_answer: Callable[[str], str | None]  # from the CLI's stdout
+    own_usage: Callable[[str], UsageVector | None]  # the usage the CLI itself states on stdout
+    offered_servers: Callable[[dict[str, Any]], set[str]]  # MCP servers in one request body
+    plant_config: Callable[[Planter], None]  # certify's full user + project config
+
+
+def unavailable(name: str, wheel: str, detail: str) -> EnvironmentUnavailable:
+    """A missing or broken CLI: exit 3 with the fix."""
+    return EnvironmentUnavailable(
+        f"the real {name} CLI is not available: {detail} (install the pinned wheel "
+        f"'{wheel}' with `uv sync --frozen`)",
+        reason=ReasonCode.CLI_UNAVAILABLE,
+    )
+
+
+def json_lines(stdout: str) -> Iterator[dict[str, Any]]:
+    """The JSON objects among ``stdout``'s lines (anything else is skipped)."""
+    for line in stdout.splitlines():
+        line = line.strip()
+        if not line.startswith("{"):
+            continue
+        try:
+            obj = json.loads(line)
+        except ValueError:
+            continue
+        if isinstance(obj, dict):
+            yield obj
+
+
+__all__ = ["Planter", "RealCli", "Scope", "TextKind", "json_lines", "unavailable"]

@@ -1,0 +1,172 @@
+"""Codex: everything pairlab knows about it, as the :data:`CODEX` record.
+
+* **Binary**: the ``openai-codex-cli-bin`` wheel carries it at
+  ``codex_cli_bin/bin/codex`` (its helper ``rg`` in ``codex_cli_bin/codex-path``);
+  its version is the last word of ``codex --version`` ("codex-cli 0.163.0"), checked
+  against the wheel's ``codex-package.json``.
+* **Headless run**: ``exec`` then :data:`CODEX_EXEC_FLAGS`; ``-c`` overrides go after
+  ``exec`` too -- measured with 0.163.0, ``-c mcp_servers.X={...}`` before ``exec``
+  starts no server (a provider override there does apply).
+* **Stdout** (``exec --json``): ``item.completed`` events (``agent_message`` items
+  carry the text) and ``turn.completed`` with the thread's **cumulative** usage
+  (``input_tokens`` includes cached and written tokens).
+* **Transcripts**: ``$HOME/.codex/sessions/**/*.jsonl`` (read by ``usage.codex``).
+* **MCP servers offered** in a request: its MCP namespaces and the sources its tool
+  search names (built-in sources have spaces in their names).
+* **Certify's planted config**: ``config.toml`` (an MCP server, developer
+  instructions), AGENTS.md, skills, execpolicy rules and hooks at user
+  (``$CODEX_HOME``) and project scope.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+from pathlib import Path
+from typing import Any, Final
+
+from pairlab.adapters.clients.base import Planter, RealCli, json_lines, unavailable
+from pairlab.adapters.usage.codex import codex_vector
+from pairlab.core.schemas.usage import UsageVector
+
+WHEEL: Final = "openai-codex-cli-bin"
+CODEX_EXEC_FLAGS: Final = (
+    "--skip-git-repo-check",
+    "--json",
+    "--dangerously-bypass-approvals-and-sandbox",
+    "--disable",
+    "plugins",
+    "--disable",
+    "unbounded_connection_retries",
+)
+_VERSION_TIMEOUT_S: Final = 20.0
+_SOURCE_LINE = re.compile(r"^- ([A-Za-z0-9_.-]+)(?::|$)", re.M)
+_TURN_USAGE_FIELDS: Final = (
+    "input_tokens",
+    "cached_input_tokens",
+    "cache_write_input_tokens",
+    "output_tokens",
+    "reasoning_output_tokens",
+)
+
+
+def _locate(package: Path) -> tuple[Path, tuple[Path, ...]]:
+    return package / "bin" / "codex", (package / "bin", package / "codex-path")
+
+
+def _read_version(binary: Path) -> str:
+    try:
+        done = subprocess.run(
+            [str(binary), "--version"],
+            capture_output=True,
+            text=True,
+            timeout=_VERSION_TIMEOUT_S,
+            check=False,
+            stdin=subprocess.DEVNULL,
+        )
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        raise unavailable("codex", WHEEL, f"`{binary} --version` failed ({exc})") from exc
+    words = done.stdout.split()
+    if done.returncode != 0 or not words:
+        detail = f"`{binary} --version` exited {done.returncode}: {done.stderr.strip()[:200]}"
+        raise unavailable("codex", WHEEL, detail)
+    return words[-1]  # "codex-cli 0.163.0"
+
+
+def _declared_version(binary: Path) -> str | None:
+    """The version the wheel's own metadata names (codex-package.json), for cross-checking."""
+    try:
+        meta = json.loads((binary.parent.parent / "codex-package.json").read_text())
+    except (OSError, ValueError):
+        return None
+    version = meta.get("version") if isinstance(meta, dict) else None
+    return version if isinstance(version, str) else None
+
+
+def codex_final_answer(stdout: str) -> str | None:
+    """The text of the last ``agent_message`` item."""
+    answer = None
+    for obj in json_lines(stdout):
+        item = obj.get("item")
+        if (
+            obj.get("type") == "item.completed"
+            and isinstance(item, dict)
+            and item.get("type") == "agent_message"
+            and isinstance(item.get("text"), str)
+        ):
+            answer = item["text"]
+    return answer
+
+
+def codex_turn_usage(stdout: str) -> UsageVector | None:
+    """The vector of the last ``turn.completed`` usage (cumulative for the thread)."""
+    usage = None
+    for obj in json_lines(stdout):
+        if obj.get("type") == "turn.completed" and isinstance(obj.get("usage"), dict):
+            usage = obj["usage"]
+    if usage is None:
+        return None
+    return codex_vector(
+        {f: usage[f] if isinstance(usage.get(f), int) else None for f in _TURN_USAGE_FIELDS}
+    )
+
+
+def codex_offered_servers(body: dict[str, Any]) -> set[str]:
+    """The request's MCP namespaces and the sources its ``tool_search`` tool names."""
+    found: set[str] = set()
+    for tool in body.get("tools") or []:
+        if not isinstance(tool, dict):
+            continue
+        name = tool.get("name")
+        if tool.get("type") == "namespace" and isinstance(name, str):
+            found.add(name.removeprefix("mcp__"))
+        elif tool.get("type") == "tool_search":
+            found.update(_SOURCE_LINE.findall(str(tool.get("description") or "")))
+    return found
+
+
+def plant_codex(p: Planter) -> None:
+    """Every item a Codex user could have installed, at user ($CODEX_HOME) and project scope."""
+    hooks = f"hooks.json ({', '.join(p.hook_events)})"
+    p.codex_config("user", ".codex/config.toml", instructions=False)
+    p.text("user", "agents-md", ".codex/AGENTS.md", "AGENTS.md ($CODEX_HOME)", "memory")
+    user_skill = "skills/pairlab-planted-user-skill/SKILL.md"
+    p.text("user", "skill", f".codex/{user_skill}", "skill", "skill")
+    p.text("user", "agents-skill", f".agents/{user_skill}", "user skill", "skill")
+    # the compile check every arm runs (certify's seed) -- forbidden if the rule loads
+    p.codex_rules("user", ".codex/rules/pairlab-planted.rules", "python3")
+    p.hooks("user", "hooks-json", ".codex/hooks.json", hooks)
+    p.codex_config("project", ".codex/config.toml", instructions=True)
+    p.text("project", "agents-md", "AGENTS.md", "project doc (AGENTS.md)", "memory")
+    p.codex_rules("project", ".codex/rules/pairlab-planted.rules", "ls")
+    p.hooks("project", "hooks-json", ".codex/hooks.json", hooks)
+    project_skill = "skills/pairlab-planted-project-skill/SKILL.md"
+    p.text("project", "agents-skill", f".agents/{project_skill}", "skill", "skill")
+    p.text("project", "codex-skill", f".codex/{project_skill}", "skill", "skill")
+
+
+CODEX: Final = RealCli(
+    name="codex",
+    import_name="codex_cli_bin",
+    wheel=WHEEL,
+    locate=_locate,
+    read_version=_read_version,
+    declared_version=_declared_version,
+    headless_flags=CODEX_EXEC_FLAGS,
+    usage_reader="codex",
+    transcript_dir=".codex/sessions",
+    final_answer=codex_final_answer,
+    own_usage=codex_turn_usage,
+    offered_servers=codex_offered_servers,
+    plant_config=plant_codex,
+)
+
+__all__ = [
+    "CODEX",
+    "CODEX_EXEC_FLAGS",
+    "codex_final_answer",
+    "codex_offered_servers",
+    "codex_turn_usage",
+    "plant_codex",
+]
