@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from pairlab.adapters.certify.live import PROBE_SEED, PROBE_TASK
+from pairlab.adapters.certify.live_probe import PROBE_SEED, PROBE_TASK
 from pairlab.adapters.certify.planted_config import MARKER_DIR, SCRIPT_DIR, SCRIPT_NAME, plant
 from pairlab.adapters.clients.registry import REAL_CLIS
 from pairlab.core.emulator.scripted_model import ScriptChoices

@@ -25,18 +25,24 @@ Deterministic configuration checks are never evidence about the intervention
 
 from __future__ import annotations
 
-import json
 import os
-import re
-import secrets
-import shutil
 import tempfile
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Final
+from typing import Any
 
-from pairlab.adapters.backends.base import BASELINE_ARM, EpisodeSpec, ExecutionBackend
-from pairlab.adapters.certify.planted_config import MARKER_DIR, PlantedItem, plant
+from pairlab.adapters.backends.base import BASELINE_ARM
+from pairlab.adapters.certify.live_probe import (
+    FRESH_HOME,
+    HOST_HOME_VARS,
+    PROBE_SEED,
+    PROBE_TASK,
+    VERSION_PATTERN,
+    LiveProbe,
+    Observation,
+    normal_server,
+    observe,
+)
+from pairlab.adapters.certify.planted_config import PlantedItem, plant
 from pairlab.adapters.certify.report import (
     BackendFactory,
     CertifyCheck,
@@ -46,175 +52,11 @@ from pairlab.adapters.certify.report import (
 )
 from pairlab.adapters.certify.sim_probe import host_env_for
 from pairlab.adapters.clients.registry import REAL_CLIS, resolve_cli
-from pairlab.adapters.episode.finding_evidence import lifecycle_of
-from pairlab.adapters.episode.session import run_and_collect
-from pairlab.adapters.paths import catalog_dir
-from pairlab.adapters.run.provider import EpisodeEndpoint, RunEndpoint, open_run_endpoint
+from pairlab.adapters.run.provider import open_run_endpoint
 from pairlab.core.emulator.run_settings import EmulatorSettings
 from pairlab.core.errors import PairlabError
-from pairlab.core.schemas.catalog import load_suite
 from pairlab.core.schemas.profile import IsolationFlag, RunnerProfile, without_run
 from pairlab.intervention import SERVER_NAME
-
-PROBE_SUITE: Final = "core"
-PROBE_TASK: Final = "fix-median"
-# fix-median's script under seed 0 lists the files (`ls`), reads the README and the file,
-# edits it and checks the syntax (`python3`): every arm runs a shell command a planted
-# Codex rule can forbid (tests/unit pins the draw).
-PROBE_SEED: Final = 0
-PROBE_TIMEOUT_S: Final = 180.0
-TRACE_FILE: Final = "token-optimizer-trace.jsonl"
-# the host's HOME variables (a profile that allowlists them hands the episode the user's config)
-HOST_HOME_VARS: Final = ("HOME", "CLAUDE_CONFIG_DIR", "CODEX_HOME", "GEMINI_CLI_HOME")
-_FRESH_HOME: Final = IsolationFlag(
-    args=["fresh HOME"], strips="the host user's own config (a fresh HOME per episode)"
-)
-_VERSION = re.compile(r"\d+\.\d+\.\d+")
-
-
-@dataclass
-class Observation:
-    """What one episode showed."""
-
-    column: str
-    exit_code: int | None = None
-    error: str | None = None
-    seen: set[str] = field(default_factory=set)  # planted item slugs
-    servers: set[str] = field(default_factory=set)  # MCP servers offered to the model
-    intervention_calls: int = 0  # tools/call the intervention answered (its trace)
-    requests: int = 0
-    lifecycle: dict[str, Any] | None = None  # treated arms: claim 1's lifecycle events
-
-
-def _bodies(registered: EpisodeEndpoint) -> list[dict[str, Any]]:
-    folder = registered.ledger_path.with_suffix(".requests")
-    bodies = []
-    for path in sorted(folder.glob("*.json")) if folder.is_dir() else []:
-        try:
-            data = json.loads(path.read_text(encoding="utf-8"))
-        except ValueError:
-            continue
-        if isinstance(data, dict):
-            bodies.append(data)
-    return bodies
-
-
-def _normal(server: str) -> str:
-    return server.replace("-", "_")  # Codex turns - into _ in namespaces
-
-
-def _trace_calls(trace: Path) -> int:
-    if not trace.is_file():
-        return 0
-    answered, calls = 0, set()
-    for line in trace.read_text(encoding="utf-8").splitlines():
-        try:
-            entry = json.loads(line)
-            message = json.loads(entry["line"])
-        except (ValueError, KeyError, TypeError):
-            continue
-        if entry.get("dir") == "in" and message.get("method") == "tools/call":
-            calls.add(json.dumps(message.get("id")))
-        elif entry.get("dir") == "out" and json.dumps(message.get("id")) in calls:
-            answered += "result" in message and not message["result"].get("isError")
-    return answered
-
-
-def observe(
-    column: str,
-    client: str,
-    registered: EpisodeEndpoint,
-    collected: Path,
-    items: list[PlantedItem],
-) -> Observation:
-    """The evidence of one episode: markers, request text, offered MCP servers, trace."""
-    bodies = _bodies(registered)
-    text = "\n".join(json.dumps(b, ensure_ascii=False) for b in bodies)
-    servers: set[str] = set()
-    for body in bodies:
-        servers |= REAL_CLIS[client].offered_servers(body)
-    markers_dir = collected / "state" / MARKER_DIR
-    markers = {p.name for p in markers_dir.iterdir()} if markers_dir.is_dir() else set()
-    seen = set()
-    for item in items:
-        normal = {_normal(s) for s in servers}
-        if (
-            ("marker" in item.evidence and item.slug in markers)
-            or ("text" in item.evidence and item.text in text)
-            or ("mcp" in item.evidence and _normal(item.server) in normal)
-        ):
-            seen.add(item.slug)
-    return Observation(
-        column=column,
-        seen=seen,
-        servers=servers,
-        intervention_calls=_trace_calls(collected / "state" / TRACE_FILE),
-        requests=len(bodies),
-    )
-
-
-class _LiveProbe:
-    """Runs probe episodes of one profile against the run endpoint's emulator."""
-
-    def __init__(self, name: str, profile: RunnerProfile, endpoint: RunEndpoint, scratch: Path):
-        self.name, self.endpoint, self.scratch = name, endpoint, scratch
-        env = {**profile.env, "TOKEN_OPTIMIZER_TRACE": "{state}/" + TRACE_FILE}
-        self.profile = endpoint.profile.model_copy(update={"env": env})
-        suite = load_suite(catalog_dir(), PROBE_SUITE)
-        self.task = suite.task(PROBE_TASK)
-        self.fixture = scratch / "fixture"
-        shutil.copytree(suite.fixture_path(self.task), self.fixture)
-        self.run_id = f"certify-{name}-{secrets.token_hex(3)}"
-        self.count = 0
-
-    @property
-    def backend(self) -> ExecutionBackend:
-        return self.endpoint.backend
-
-    def episode(
-        self, arm: str, profile: RunnerProfile | None = None
-    ) -> tuple[EpisodeEndpoint, Path, str, int | None, str | None]:
-        """(registration, collected dir, stdout + stderr, exit code, error)."""
-        self.count += 1
-        pair_id = f"{self.run_id}:{PROBE_TASK}:{self.count}"
-        registered = self.endpoint.register(
-            episode_id=f"{pair_id}:{arm}",
-            task_id=PROBE_TASK,
-            arm=arm,
-            repetition=self.count,
-            seed=PROBE_SEED,
-        )
-        spec = EpisodeSpec(
-            run_id=self.run_id,
-            episode_id=f"{pair_id}:{arm}",
-            pair_id=pair_id,
-            task_id=PROBE_TASK,
-            arm=arm,
-            prompt=self.task.prompt,
-            profile=profile or self.profile,
-            fixture_dir=self.fixture,
-            workspace_subdir=self.task.workspace,
-            model=self.profile.model,
-            timeout_s=min(self.profile.timeout_s, PROBE_TIMEOUT_S),
-            seed=PROBE_SEED,
-            endpoint_url=registered.url,
-        )
-        dest = self.scratch / f"collected-{self.count}"
-        _, outcome, _ = run_and_collect(self.backend, spec, dest)
-        error = outcome.error or ("timed out" if outcome.timed_out else None)
-        return registered, dest, outcome.stdout + "\n" + outcome.stderr, outcome.exit_code, error
-
-    def observe(
-        self, column: str, arm: str, items: list[PlantedItem], profile: RunnerProfile | None = None
-    ) -> Observation:
-        registered, collected, output, code, error = self.episode(arm, profile)
-        seen = observe(column, self.profile.client, registered, collected, items)
-        seen.exit_code, seen.error = code, error
-        if arm != BASELINE_ARM and profile is None:
-            seen.lifecycle = lifecycle_of(self.profile.client, collected, TRACE_FILE)
-        if code != 0 and error is None:
-            seen.error = f"exit {code}: {output.strip()[-300:]}"
-        return seen
 
 
 def _cli_check(profile: RunnerProfile, backend_name: str) -> tuple[CertifyCheck, str | None]:
@@ -258,12 +100,12 @@ def _variant(
     )
 
 
-def _version_check(probe: _LiveProbe) -> tuple[CertifyCheck, str | None]:
+def _version_check(probe: LiveProbe) -> tuple[CertifyCheck, str | None]:
     profile = probe.profile
     head, *rest = profile.version_command or [profile.command[0], "--version"]
     version_profile = _variant(profile, [head], {BASELINE_ARM: rest or ["--version"]}, [])
     _, _, output, code, error = probe.episode(BASELINE_ARM, version_profile)
-    match = _VERSION.search(output)
+    match = VERSION_PATTERN.search(output)
     if error is not None or code != 0 or match is None:
         return CertifyCheck(
             name="version", passed=False, detail=f"`{head} --version` said {output.strip()[:200]!r}"
@@ -287,15 +129,18 @@ def _judge_arm(seen: Observation, arm: str, items: list[PlantedItem]) -> Certify
     if leaked:
         where = {i.slug: i.path for i in items}
         problems.append("leaked " + ", ".join(f"{s} ({where[s]})" for s in leaked))
-    others = sorted(s for s in seen.servers if _normal(s) != _normal(SERVER_NAME))
+    others = sorted(s for s in seen.servers if normal_server(s) != normal_server(SERVER_NAME))
     if others and not leaked:
         problems.append("unexpected MCP servers " + ", ".join(others))
     if arm == BASELINE_ARM:
-        if any(_normal(s) == _normal(SERVER_NAME) for s in seen.servers) or seen.intervention_calls:
+        if (
+            any(normal_server(s) == normal_server(SERVER_NAME) for s in seen.servers)
+            or seen.intervention_calls
+        ):
             problems.append(f"the baseline was offered {SERVER_NAME}")
         what = f"nothing planted and no MCP server in {seen.requests} requests"
     else:
-        if not any(_normal(s) == _normal(SERVER_NAME) for s in seen.servers):
+        if not any(normal_server(s) == normal_server(SERVER_NAME) for s in seen.servers):
             problems.append(f"the intervention ({SERVER_NAME}) was never offered to the model")
         if seen.intervention_calls == 0:
             problems.append(f"the intervention ({SERVER_NAME}) answered no tool call")
@@ -348,7 +193,7 @@ def _matrix(items: list[PlantedItem], observations: list[Observation]) -> Isolat
             path="--mcp-config / -c mcp_servers",
             what="the reference intervention, offered and answering",
             seen={
-                o.column: any(_normal(s) == _normal(SERVER_NAME) for s in o.servers)
+                o.column: any(normal_server(s) == normal_server(SERVER_NAME) for s in o.servers)
                 and o.intervention_calls > 0
                 for o in observations
             },
@@ -423,7 +268,7 @@ def _probe_all(
         host_env={**os.environ, **host_env_for(home)},
         clean_orphans=False,
     ) as endpoint:
-        probe = _LiveProbe(name, profile, endpoint, scratch)
+        probe = LiveProbe(name, profile, endpoint, scratch)
         items = plant(profile.client, home, probe.fixture)
         version_check, said = _version_check(probe)
         checks.append(version_check)
@@ -462,7 +307,7 @@ def _with_host_home(profile: RunnerProfile) -> RunnerProfile:
 
 
 def _controls(
-    probe: _LiveProbe,
+    probe: LiveProbe,
     items: list[PlantedItem],
     backend_name: str,
     baseline: Observation,
@@ -477,7 +322,7 @@ def _controls(
             "baseline with the host HOME", BASELINE_ARM, items, _with_host_home(profile)
         )
         found.append(seen)
-        checks.append(_ablation_check(_FRESH_HOME, seen, baseline))
+        checks.append(_ablation_check(FRESH_HOME, seen, baseline))
     bare = list(profile.arm_args[BASELINE_ARM])
     for flag in profile.baseline_isolation.flags:
         bare = without_run(bare, flag.args)
