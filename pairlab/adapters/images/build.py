@@ -8,7 +8,7 @@ inspect`` per image. The real-CLI images keep their own build (``clients``: whee
 
 One builder per tag at a time, across processes: a build holds the tag's file lock
 (``build_lock``) and checks the image again once it holds it, so a second process asking
-for the same image (CI's background build and a test's first use of the Docker backend)
+for the same image (two xdist workers' first use of the Docker backend, or ``pairlab images build`` beside it)
 waits, then reuses what the first built instead of building it twice.
 
 Used by ``pairlab images``, the Docker backend on first use (:func:`ensure_image`),

@@ -1,7 +1,7 @@
 """One builder per image tag at a time, across processes: a file lock per tag.
 
-CI builds images in the background while tests that need none already run, and a test's
-first use of the Docker backend (``ensure_image``) may ask for the same image at the same
+Parallel test workers (pytest-xdist), a ``pairlab images build`` and a first use of the
+Docker backend (``ensure_image``) in another process may ask for the same image at the same
 moment. Building takes ``flock`` on ``<lock dir>/<tag, sanitized>.lock``
 (``$PAIRLAB_LOCK_DIR``, default ``~/.cache/pairlab/locks``); the caller checks the image
 again once it holds the lock, so the second builder waits and then reuses the image the
