@@ -1,9 +1,10 @@
 """Where the catalog and the runner profiles live on this machine.
 
-Default: the repository's ``catalog/`` and ``runner_profiles/`` next to the
-installed ``pairlab`` package (an editable install, the container and CI all
-use the checkout); overridable with ``PAIRLAB_CATALOG_DIR`` /
-``PAIRLAB_PROFILES_DIR`` or an explicit argument (a CLI option).
+Default: the repository's ``catalog/``, ``runner_profiles/`` and ``interventions/``
+next to the installed ``pairlab`` package (an editable install, the container and CI
+all use the checkout); overridable with ``PAIRLAB_CATALOG_DIR`` /
+``PAIRLAB_PROFILES_DIR`` / ``PAIRLAB_INTERVENTIONS_DIR`` or an explicit argument (a
+CLI option).
 """
 
 from __future__ import annotations
@@ -33,3 +34,9 @@ def catalog_dir(override: Path | str | None = None) -> Path:
 def profiles_dir(override: Path | str | None = None) -> Path:
     """Runner profiles: ``override``, else ``$PAIRLAB_PROFILES_DIR``, else ``<repo>/runner_profiles``."""
     return _resolve(override, "PAIRLAB_PROFILES_DIR", "runner_profiles")
+
+
+def interventions_dir(override: Path | str | None = None) -> Path:
+    """Intervention manifests: ``override``, else ``$PAIRLAB_INTERVENTIONS_DIR``, else
+    ``<repo>/interventions``."""
+    return _resolve(override, "PAIRLAB_INTERVENTIONS_DIR", "interventions")

@@ -34,6 +34,13 @@ class ReasonCode(StrEnum):
     INSUFFICIENT_PILOT = "insufficient-pilot"
     UNKNOWN_TASK = "unknown-task"
     UNKNOWN_PROFILE = "unknown-profile"
+    # intervention manifests (interventions/<id>.yaml), refused before anything runs
+    INVALID_INTERVENTION = "invalid-intervention"
+    INTERVENTION_UNKNOWN_FIELD = "intervention-unknown-field"
+    INTERVENTION_MISSING_COMMAND = "intervention-missing-command"
+    INTERVENTION_UNPINNED = "intervention-unpinned-requirement"
+    UNKNOWN_INTERVENTION = "unknown-intervention"
+    ARM_NOT_SUPPORTED = "arm-not-supported"
     EXECUTION_FAILED = "execution-failed"
     USAGE_UNREADABLE = "usage-unreadable"
     PUBLISH_FAILED = "publish-failed"
