@@ -10,6 +10,9 @@ YAML, or a run's frozen ``plan.json``), else the ``plan.json`` beside the
 episode log (a run directory), else the default plan. The gate: ``--min-pairs``,
 else $TOKEN_OPTIMIZER_EVAL_MIN_PAIRS, else the plan's minimum pairs; a gate
 below the plan's minimum makes the analysis exploratory (said in the output).
+
+``--json`` is compact (one line: 10,000 cohorts are ~30% fewer bytes than indented);
+``--pretty`` indents it. Either way the same JSON values (:mod:`pairlab.cli.output`).
 """
 
 from __future__ import annotations
@@ -96,7 +99,10 @@ def register(app: typer.Typer) -> None:
                 "log, else the default plan)",
             ),
         ] = None,
-        as_json: Annotated[bool, typer.Option("--json", help="print JSON")] = False,
+        as_json: Annotated[bool, typer.Option("--json", help="print JSON (compact)")] = False,
+        pretty: Annotated[
+            bool, typer.Option("--pretty", help="with --json: indent the JSON by two spaces")
+        ] = False,
     ) -> None:
         """Per-cohort paired effects with bootstrap intervals and correctness."""
         # Imported here: scipy/polars take seconds to import, every other command would pay it.
@@ -114,6 +120,6 @@ def register(app: typer.Typer) -> None:
             plan=resolved,
         )
         if as_json:
-            emit_json(analysis.to_json())
+            emit_json(analysis.to_json(), pretty=pretty)
         else:
             typer.echo(render_cohort_table(analysis), nl=False)

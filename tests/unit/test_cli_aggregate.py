@@ -151,3 +151,33 @@ def test_a_gate_below_the_plan_is_exploratory_and_claims_no_win(
         capsys,
     )
     assert "EXPLORATORY" in text and "below the pre-registered pairs" in text
+
+
+def test_json_is_compact_by_default_and_pretty_on_request_with_the_same_content(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Issue 28: ``--json`` is one compact line; ``--pretty`` indents it; both parse to what
+    Python's standard encoder writes for the same analysis (the JSON before issue 28)."""
+    from pairlab.cli.aggregate import read_episode_log
+    from pairlab.core.analysis.cohorts import analyse_cohorts
+    from pairlab.core.analysis.study_plan import ResolvedPlan, default_plan
+
+    records = [
+        r
+        for task in ("t1", "t2")
+        for r in cohort_records(7, saving=30, arms=("baseline", "optimizer", "full"), taskId=task)
+    ]
+    path = tmp_path / "episodes.jsonl"
+    path.write_text("\n".join(lines_of(records)) + "\n", encoding="utf-8")
+    args = ["aggregate", str(path), "--json", "--resamples", "500", "--min-pairs", "5"]
+    code, compact, _ = run_cli(args, capsys)
+    assert code == 0 and compact.count("\n") == 1 and compact.startswith('{"schemaVersion":2,')
+    code, pretty, _ = run_cli([*args, "--pretty"], capsys)
+    assert code == 0 and pretty.startswith('{\n  "schemaVersion": 2,\n')
+    plan = ResolvedPlan.of(default_plan(5), "default")
+    reference = analyse_cohorts(
+        read_episode_log(path), run_id="run-a", min_pairs=5, n_resamples=500, plan=plan
+    ).to_json()
+    standard = json.loads(json.dumps(reference, indent=2, default=str))
+    assert json.loads(compact) == json.loads(pretty) == standard
+    assert any(e["ciLow"] is not None for c in standard["cohorts"] for e in c["effects"])
