@@ -2,7 +2,10 @@
 
 A profile's name is its file stem (``sim.yaml`` -> ``sim``). Loading resolves
 ``treatment.home_seed`` against the profile's directory, so an EpisodeSpec
-carries an absolute seed path and the backends never guess where it lives.
+carries an absolute seed path and the backends never guess where it lives, and wires
+an intervention into the treated arms (``core.intervention_wiring.wire_profile``):
+the one given, else ``interventions/reference.yaml`` -- a loaded profile never holds
+an unwired ``{intervention}``.
 """
 
 from __future__ import annotations
@@ -10,8 +13,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
+from pairlab.adapters.interventions import LoadedIntervention, load_intervention
 from pairlab.adapters.paths import profiles_dir
 from pairlab.core.errors import InvalidInputError, PairlabError, ReasonCode
+from pairlab.core.intervention_wiring import wire_profile
+from pairlab.core.schemas.intervention_manifest import DEFAULT_INTERVENTION
 from pairlab.core.schemas.profile import RunnerProfile, load_profile
 
 
@@ -39,8 +45,11 @@ def resolve_profile(profile: RunnerProfile, base_dir: Path) -> RunnerProfile:
     return profile.model_copy(update={"treatment": treatment})
 
 
-def load_profile_file(path: Path) -> RunnerProfile:
-    return resolve_profile(load_profile(path), path.parent)
+def load_profile_file(path: Path, intervention: LoadedIntervention | None = None) -> RunnerProfile:
+    """The profile at ``path``, its home seed resolved and ``intervention`` (default:
+    the reference) wired into its treated arms."""
+    wired = intervention or load_intervention(DEFAULT_INTERVENTION)
+    return wire_profile(resolve_profile(load_profile(path), path.parent), wired.manifest)
 
 
 def profile_paths(directory: Path | None = None) -> list[Path]:
@@ -63,11 +72,13 @@ def scan_profiles(directory: Path | None = None) -> list[ProfileFile]:
     return found
 
 
-def load_named_profile(name: str, directory: Path | None = None) -> RunnerProfile:
+def load_named_profile(
+    name: str, directory: Path | None = None, intervention: LoadedIntervention | None = None
+) -> RunnerProfile:
     paths = {p.stem: p for p in profile_paths(directory)}
     if name not in paths:
         raise InvalidInputError(
             f"unknown runner profile '{name}' (known: {', '.join(sorted(paths)) or 'none'})",
             reason=ReasonCode.UNKNOWN_PROFILE,
         )
-    return load_profile_file(paths[name])
+    return load_profile_file(paths[name], intervention)

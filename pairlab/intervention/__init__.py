@@ -1,8 +1,8 @@
 """The reference intervention: ``token-optimizer``, a stdio MCP server shipped with pairlab.
 
-Treated arms of an eval wire it into each real CLI's own MCP configuration (the
-committed copies in ``runner_profiles/treatment/``, rendered by
-``tests/intervention_wiring.py``). It offers progressive disclosure --
+It is declared in ``interventions/reference.yaml``; treated arms of an eval wire it
+into each real CLI's own MCP configuration, generated from that manifest
+(``pairlab.core.intervention_wiring``). It offers progressive disclosure --
 ``read_file`` returns a large file as a preview carrying a content-addressed
 expansion reference, ``expand`` returns the full text (or a line range) -- and
 writes one ledger row per preview and per expansion, exactly per the token

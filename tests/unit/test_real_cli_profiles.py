@@ -20,6 +20,7 @@ from pairlab.adapters.backends.environment import (
     seed_home,
 )
 from pairlab.adapters.emulator.server import EpisodeHandle
+from pairlab.adapters.interventions import load_intervention
 from pairlab.adapters.profiles import load_named_profile, scan_profiles
 from pairlab.core.errors import ExecutionError, InvalidInputError, ReasonCode
 from pairlab.core.schemas.profile import RunnerProfile, parse_profile, without_run
@@ -88,7 +89,9 @@ def test_claude_arms_differ_by_the_intervention_alone() -> None:
     assert profile.arm_args["baseline"] == [*isolation, EMPTY_CLAUDE_MCP_CONFIG]
     for arm in TREATED:  # the intervention_wiring rendering, verbatim
         assert profile.arm_args[arm] == ["--setting-sources", "", *claude_arm_args()]
-    assert profile.treatment.home_seed is None and not profile.treatment.env
+    # the treated arms add only the intervention's own environment (its manifest's env)
+    assert profile.treatment.home_seed is None
+    assert profile.treatment.env == load_intervention("reference").manifest.env
     assert profile.root_env == {"IS_SANDBOX": "1"}
     assert profile.env["CLAUDE_CODE_TMPDIR"] == profile.env["TMPDIR"] == "{tmp}"
     assert profile.env["CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC"] == "1"

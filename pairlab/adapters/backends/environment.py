@@ -2,8 +2,8 @@
 
 Both backends build the agent's argv and environment here so the local and
 Docker paths cannot drift apart. The environment is built from nothing: the
-allowlisted host variables, the profile's static env, the treatment env (treated
-arms only), the pairlab identity variables and the declared secrets -- never the
+allowlisted host variables, the profile's static env, the treatment env and the
+treated arm's own env (treated arms only; filled from the intervention manifest), the pairlab identity variables and the declared secrets -- never the
 whole parent environment.
 
 Precedence (later wins): fresh HOME and client config dirs < allowlisted host
@@ -32,6 +32,7 @@ from pathlib import Path
 from pairlab.adapters.backends.base import EpisodeSpec
 from pairlab.adapters.backends.finding_seeds import GRAPH_ARMS, seed_graph
 from pairlab.core.errors import ExecutionError, ReasonCode
+from pairlab.core.schemas.profile import INTERVENTION_PLACEHOLDER
 
 _PLACEHOLDER = re.compile(r"\{(prompt|workspace|arm|taskId|pairId|model|emulatorUrl)\}")
 
@@ -80,6 +81,13 @@ def build_argv(spec: EpisodeSpec, workdir: str) -> list[str]:
     if spec.arm not in profile.arm_args:
         raise ExecutionError(
             f"profile '{profile.client}' has no arm_args for arm '{spec.arm}'",
+            reason=ReasonCode.INVALID_PROFILE,
+        )
+    if INTERVENTION_PLACEHOLDER in profile.arm_args[spec.arm]:
+        raise ExecutionError(
+            f"profile '{profile.client}': arm '{spec.arm}' holds an unwired "
+            f"{INTERVENTION_PLACEHOLDER} (load profiles with pairlab.adapters.profiles, "
+            "which wires the run's intervention)",
             reason=ReasonCode.INVALID_PROFILE,
         )
     parts = [*profile.command, *profile.arm_args[spec.arm], *profile.args]
@@ -139,6 +147,7 @@ def build_env(
         env.update(expand(profile.root_env))
     if spec.is_treated:
         env.update(expand(profile.treatment.env))
+        env.update(expand(profile.treatment.arm_env.get(spec.arm, {})))
     env.update(spec.extra_env)
     env.update(
         {

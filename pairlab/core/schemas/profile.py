@@ -70,6 +70,21 @@ class Certification(StrictModel):
 class Treatment(StrictModel):
     home_seed: str | None = None  # directory (relative to the profile) copied into a treated HOME
     env: dict[str, str] = Field(default_factory=dict)
+    # per treated arm, added after env (filled from an intervention manifest's arm wiring)
+    arm_env: dict[str, dict[str, str]] = Field(default_factory=dict)
+
+
+class InterventionStamp(StrictModel):
+    """The intervention a loaded profile's treated arms run (set by
+    ``core.intervention_wiring.wire_profile``; never written in a profile file)."""
+
+    id: str
+    version: str
+    manifest_sha256: str
+
+
+# The element of a treated arm's args the intervention's generated wiring replaces.
+INTERVENTION_PLACEHOLDER = "{intervention}"
 
 
 class UsageSource(StrictModel):
@@ -121,6 +136,11 @@ class RunnerProfile(StrictModel):
     model: str | None = None  # the model asked for when a run names none ({model})
     # added to env only when the agent runs as root (the local backend under root)
     root_env: dict[str, str] = Field(default_factory=dict)
+    # how the treated arms' {intervention} element is generated from a manifest
+    # (core/intervention_wiring.py); None: a fixed treatment of the profile's own
+    intervention_wiring: Literal["claude-mcp-config", "codex-mcp-servers"] | None = None
+    # the wired intervention's identity: set on loading, refused in a profile file
+    intervention: InterventionStamp | None = None
 
     @model_validator(mode="after")
     def _baseline_args_present(self) -> RunnerProfile:
@@ -131,6 +151,21 @@ class RunnerProfile(StrictModel):
             if not _contains_run(baseline, flag.args):
                 raise ValueError(
                     f"baseline_isolation.flags: {flag.name} is not in arm_args.baseline"
+                )
+        return self
+
+    @model_validator(mode="after")
+    def _placeholder_where_wired(self) -> RunnerProfile:
+        """With ``intervention_wiring``, each treated arm holds ``{intervention}`` once and
+        the baseline never; without it, or once wired (``intervention`` set), no arm does."""
+        unwired = self.intervention_wiring is not None and self.intervention is None
+        for arm, args in self.arm_args.items():
+            count = args.count(INTERVENTION_PLACEHOLDER)
+            expected = int(unwired and arm != "baseline")
+            if count != expected:
+                raise ValueError(
+                    f"arm '{arm}': {INTERVENTION_PLACEHOLDER} must appear {expected} time(s) "
+                    f"with intervention_wiring {self.intervention_wiring}, found {count}"
                 )
         return self
 
@@ -159,6 +194,12 @@ def parse_profile(data: object, source: str = "<profile>") -> RunnerProfile:
     if not isinstance(data, dict):
         raise InvalidInputError(
             f"{source}: a runner profile must be a mapping", reason=ReasonCode.INVALID_PROFILE
+        )
+    if "intervention" in data:
+        raise InvalidInputError(
+            f"{source}: profile refused: field 'intervention': a profile names no "
+            "intervention (pick one with --intervention; interventions/<id>.yaml)",
+            reason=ReasonCode.INVALID_PROFILE,
         )
     try:
         return RunnerProfile.model_validate(data)

@@ -1,0 +1,187 @@
+"""Each CLI's treated-arm wiring, generated from an intervention manifest.
+
+A runner profile names no intervention. Its treated arms hold the placeholder element
+``{intervention}`` where the wiring goes, and its ``intervention_wiring`` says which
+generator fills it; :func:`wire_profile` replaces the placeholder for the manifest's
+supported arms, drops the arms it does not support, adds the manifest's environment
+to the treated arms, and stamps the profile with the intervention's identity. An
+unwired placeholder never reaches a command line (``backends.environment.build_argv``
+refuses it), so a treated arm cannot silently run without its intervention.
+
+* ``claude-mcp-config`` (Claude Code): ``--strict-mcp-config --mcp-config <json>`` --
+  only the servers of that inline document, none from any config file. Claude Code
+  hands the server its whole environment.
+* ``codex-mcp-servers`` (Codex): ``-c mcp_servers.<name>={...}`` -- the profile's
+  command ends with ``exec`` (a server given before ``exec`` is never started); the
+  inline table names ``env_vars`` (Codex passes the server only HOME, PATH, the locale
+  and those) and ``startup_timeout_sec``.
+
+Measured against the real binaries: tests/integration/test_intervention_real_clis.py;
+the generated arguments for ``interventions/reference.yaml`` are byte-identical to what
+the profiles wired by hand before (tests/unit/test_intervention_wiring_generated.py).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from typing import Any, Final
+
+from pairlab.core.errors import InvalidInputError, ReasonCode
+from pairlab.core.schemas.intervention_manifest import (
+    DEFAULT_INTERVENTION,
+    TREATED_ARMS,
+    InterventionIdentity,
+    InterventionManifest,
+    intervention_identity,
+)
+from pairlab.core.schemas.profile import (
+    INTERVENTION_PLACEHOLDER,
+    InterventionStamp,
+    RunnerProfile,
+)
+
+EMPTY_CLAUDE_MCP_CONFIG: Final = '{"mcpServers":{}}'
+
+
+def _server_args(manifest: InterventionManifest, arm: str) -> list[str]:
+    wiring = manifest.arm_wiring(arm)
+    if wiring is None:
+        raise InvalidInputError(
+            f"intervention '{manifest.id}' does not support the {arm} arm "
+            f"(supported: {', '.join(manifest.supported_arms)})",
+            reason=ReasonCode.ARM_NOT_SUPPORTED,
+        )
+    return [*manifest.args, *wiring.args]
+
+
+def claude_mcp_config(manifest: InterventionManifest, arm: str) -> dict[str, Any]:
+    """The ``--mcp-config`` / ``.claude.json`` ``mcpServers`` document for one arm."""
+    server: dict[str, Any]
+    if manifest.kind == "streamable-http":
+        server = {"type": "http", "url": manifest.url}
+    else:
+        server = {"type": "stdio", "command": manifest.command, "args": _server_args(manifest, arm)}
+    return {"mcpServers": {manifest.mcp_name: server}}
+
+
+def claude_mcp_config_json(manifest: InterventionManifest, arm: str) -> str:
+    return json.dumps(claude_mcp_config(manifest, arm), separators=(",", ":"))
+
+
+def claude_arm_args(manifest: InterventionManifest, arm: str) -> list[str]:
+    """Treated-arm flags: only this server (inline JSON, no file to place)."""
+    return ["--strict-mcp-config", "--mcp-config", claude_mcp_config_json(manifest, arm)]
+
+
+def _toml_string(value: str) -> str:
+    return json.dumps(value)  # a JSON string literal is a valid TOML basic string
+
+
+def _toml_array(values: Sequence[str]) -> str:
+    return "[" + ", ".join(_toml_string(v) for v in values) + "]"
+
+
+def _codex_fields(manifest: InterventionManifest, arm: str) -> list[tuple[str, str]]:
+    if manifest.kind == "streamable-http":
+        head = [("url", _toml_string(manifest.url or ""))]
+    else:
+        head = [
+            ("command", _toml_string(manifest.command)),
+            ("args", _toml_array(_server_args(manifest, arm))),
+            ("env_vars", _toml_array(manifest.env_vars)),
+        ]
+    return [*head, ("startup_timeout_sec", str(manifest.startup_timeout_s))]
+
+
+def codex_server_table(manifest: InterventionManifest, arm: str) -> str:
+    """The server as an inline TOML table (the value of ``-c mcp_servers.<name>=``)."""
+    return "{" + ", ".join(f"{k} = {v}" for k, v in _codex_fields(manifest, arm)) + "}"
+
+
+def codex_arm_args(manifest: InterventionManifest, arm: str) -> list[str]:
+    """Treated-arm flags: the server given with ``-c`` (works with ``--ignore-user-config``)."""
+    return ["-c", f"mcp_servers.{manifest.mcp_name}={codex_server_table(manifest, arm)}"]
+
+
+def codex_config_toml(manifest: InterventionManifest, arm: str) -> str:
+    """``$CODEX_HOME/config.toml`` holding only the server (one arm's wiring)."""
+    lines = [
+        f"# Treated arms: the intervention '{manifest.id}' {manifest.version} (an MCP server).",
+        "# Rendered from its manifest (pairlab.core.intervention_wiring); Codex passes the",
+        "# server only the variables named in env_vars.",
+        f"[mcp_servers.{manifest.mcp_name}]",
+        *(f"{k} = {v}" for k, v in _codex_fields(manifest, arm)),
+    ]
+    return "\n".join(lines) + "\n"
+
+
+ARM_WIRING: Final = {"claude-mcp-config": claude_arm_args, "codex-mcp-servers": codex_arm_args}
+
+
+def stamp(identity: InterventionIdentity) -> InterventionStamp:
+    return InterventionStamp(
+        id=identity.id, version=identity.version, manifest_sha256=identity.manifest_sha256
+    )
+
+
+def wire_profile(profile: RunnerProfile, manifest: InterventionManifest) -> RunnerProfile:
+    """``profile`` with ``manifest`` wired into its treated arms, stamped with its identity.
+
+    A profile without ``intervention_wiring`` (the simulator, the CLIs that cannot run
+    here) runs a fixed treatment of its own: it takes only the reference intervention,
+    and any other is refused. Arms the manifest does not support are dropped (a plan
+    asking for one is refused before any episode, ``arm-not-supported``)."""
+    identity = intervention_identity(manifest)
+    if profile.intervention is not None:  # a bug: wiring twice would silently keep the first
+        raise ValueError(f"profile '{profile.client}' is already wired ({profile.intervention.id})")
+    if profile.intervention_wiring is None:
+        if manifest.id != DEFAULT_INTERVENTION:
+            raise InvalidInputError(
+                f"profile '{profile.client}' runs a fixed treatment of its own and cannot "
+                f"run the intervention '{manifest.id}' (use a real-CLI profile: claude, codex)",
+                reason=ReasonCode.ARM_NOT_SUPPORTED,
+            )
+        return profile.model_copy(update={"intervention": stamp(identity)})
+    if manifest.seed_files:
+        raise InvalidInputError(
+            f"intervention '{manifest.id}': seed_files are declared but not yet placed by "
+            "the episode lifecycle; remove them to run it",
+            reason=ReasonCode.INVALID_INTERVENTION,
+        )
+    generate = ARM_WIRING[profile.intervention_wiring]
+    arm_args: dict[str, list[str]] = {}
+    arm_env: dict[str, dict[str, str]] = {}
+    for arm, args in profile.arm_args.items():
+        if INTERVENTION_PLACEHOLDER not in args:
+            arm_args[arm] = list(args)
+            continue
+        wiring = manifest.arm_wiring(arm)
+        if wiring is None:
+            continue  # unsupported: the arm is not offered
+        at = args.index(INTERVENTION_PLACEHOLDER)
+        arm_args[arm] = [*args[:at], *generate(manifest, arm), *args[at + 1 :]]
+        if wiring.env:
+            arm_env[arm] = dict(wiring.env)
+    treatment = profile.treatment.model_copy(
+        update={"env": {**profile.treatment.env, **manifest.env}, "arm_env": arm_env}
+    )
+    return profile.model_copy(
+        update={"arm_args": arm_args, "treatment": treatment, "intervention": stamp(identity)}
+    )
+
+
+__all__ = [
+    "ARM_WIRING",
+    "EMPTY_CLAUDE_MCP_CONFIG",
+    "INTERVENTION_PLACEHOLDER",
+    "TREATED_ARMS",
+    "claude_arm_args",
+    "claude_mcp_config",
+    "claude_mcp_config_json",
+    "codex_arm_args",
+    "codex_config_toml",
+    "codex_server_table",
+    "stamp",
+    "wire_profile",
+]
