@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
-from pairlab.core.emulator.prompt_blocks import canonical_text
+import json
+
+import pytest
+
 from pairlab.core.emulator.prompt_cache import CacheUsage
 from pairlab.core.emulator.usage import (
     anthropic_usage,
@@ -10,6 +13,7 @@ from pairlab.core.emulator.usage import (
     openai_usage,
     openai_vector,
     output_tokens,
+    produced_texts,
 )
 
 
@@ -25,12 +29,24 @@ TEXT = {"type": "text", "text": "Done."}
 TOOL = {"type": "tool_use", "id": "toolu_1", "name": "Read", "input": {"file_path": "a.py"}}
 
 
-def test_output_is_the_count_of_every_part_and_never_zero() -> None:
-    assert output_tokens([TEXT, TOOL], chars) == len(canonical_text(TEXT)) + len(
-        canonical_text(TOOL)
-    )
+def test_output_counts_the_produced_text_and_arguments_never_ids_or_envelope() -> None:
+    arguments = json.dumps({"file_path": "a.py"})
+    assert output_tokens([TEXT, TOOL], chars) == len("Done.") + len(arguments)
+    renamed = {**TOOL, "id": "toolu_" + "x" * 40, "name": "SomeOtherName"}
+    assert output_tokens([TEXT, renamed], chars) == output_tokens([TEXT, TOOL], chars)
     assert output_tokens([], chars) == 1
     assert output_tokens([{"type": "text", "text": ""}], lambda _: 0) == 1
+
+
+def test_every_openai_item_is_counted_on_what_it_produced() -> None:
+    items = [
+        {"type": "function_call", "id": "fc_1", "call_id": "c", "name": "n", "arguments": "{}"},
+        {"type": "custom_tool_call", "id": "ctc_1", "call_id": "c", "name": "p", "input": "*x"},
+        {"type": "tool_search_call", "id": "t", "call_id": "c", "arguments": {"q": "r"}},
+    ]
+    assert [produced_texts(i) for i in items] == [["{}"], ["*x"], ['{"q": "r"}']]
+    with pytest.raises(ValueError, match="web_search_call"):
+        produced_texts({"type": "web_search_call"})
 
 
 def test_anthropic_states_the_cache_split_and_thinking_only_when_asked() -> None:
@@ -55,8 +71,8 @@ def test_openai_counts_reasoning_inside_the_output_and_no_cache_write() -> None:
     message = {"type": "message", "id": "msg_1", "content": [{"type": "output_text", "text": "ok"}]}
     usage = openai_usage(CACHE, [reasoning, message], chars)
     assert usage["input_tokens"] == 5000 and usage["input_tokens_details"]["cached_tokens"] == 4000
-    assert usage["output_tokens_details"]["reasoning_tokens"] == len(canonical_text(reasoning))
-    assert usage["output_tokens"] == output_tokens([reasoning, message], chars)
+    assert usage["output_tokens_details"]["reasoning_tokens"] == len("hm")
+    assert usage["output_tokens"] == len("hm") + len("ok")
     assert usage["total_tokens"] == 5000 + usage["output_tokens"]
     vector = openai_vector(usage)
     assert (vector.uncached_input, vector.cache_read, vector.cache_write_generic) == (1000, 4000, 0)

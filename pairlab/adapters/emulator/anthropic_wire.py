@@ -10,12 +10,12 @@ Errors: ``{"type": "error", "error": {"type", "message"}, "request_id"}``.
 
 from __future__ import annotations
 
-import json
 from typing import Any, Final
 
 from pairlab.adapters.emulator.reply import Refusal, Reply, json_reply
 from pairlab.core.emulator.request_ledger import Fault
 from pairlab.core.emulator.scripted_model import ModelTurn
+from pairlab.core.emulator.usage import arguments_text
 
 CHUNK_CHARS: Final = 64
 
@@ -97,7 +97,7 @@ def stream_events(full: dict[str, Any]) -> list[dict[str, Any]]:
                     "index": index,
                     "delta": {"type": "input_json_delta", "partial_json": part},
                 }
-                for part in _chunks(json.dumps(block["input"], ensure_ascii=False))
+                for part in _chunks(arguments_text(block["input"]))
             )
         events.append({"type": "content_block_stop", "index": index})
     events.append(

@@ -14,13 +14,13 @@ tool), ``custom_tool_call`` (``apply_patch``), ``tool_search_call``.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable
 from typing import Any, Final
 
 from pairlab.adapters.emulator.reply import Refusal, Reply, json_reply
 from pairlab.core.emulator.request_ledger import Fault
 from pairlab.core.emulator.scripted_model import ModelTurn
+from pairlab.core.emulator.usage import arguments_text
 
 CHUNK_CHARS: Final = 64
 
@@ -79,7 +79,7 @@ def output_items(turn: ModelTurn, ids: Callable[[str], str]) -> list[dict[str, A
             "id": ids("fc"),
             "call_id": ids("call"),
             "name": call.name,
-            "arguments": json.dumps(call.arguments or {}, ensure_ascii=False),
+            "arguments": arguments_text(call.arguments or {}),
             "status": "completed",
         }
         if call.namespace:
