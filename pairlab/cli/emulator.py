@@ -67,6 +67,23 @@ def serve_command(
         emulator.stop()
 
 
+def _refusal(body: str) -> tuple[str, ReasonCode]:
+    """The admin API's error text and reason code, taken out of its JSON answer (so the
+    CLI's own error output does not wrap one JSON document inside another)."""
+    try:
+        data = json.loads(body)
+    except ValueError:
+        return body.strip() or "(no answer body)", ReasonCode.INVALID_INPUT
+    text = data.get("error") if isinstance(data, dict) else None
+    if not isinstance(text, str):
+        return body.strip(), ReasonCode.INVALID_INPUT
+    try:
+        reason = ReasonCode(str(data.get("reason_code")))
+    except ValueError:
+        reason = ReasonCode.INVALID_INPUT
+    return text, reason
+
+
 def _post_json(url: str, payload: dict[str, object]) -> dict[str, object]:
     request = urllib.request.Request(
         url,
@@ -78,9 +95,9 @@ def _post_json(url: str, payload: dict[str, object]) -> dict[str, object]:
         with urllib.request.urlopen(request, timeout=10) as response:
             data = json.loads(response.read())
     except urllib.error.HTTPError as exc:
-        detail = exc.read().decode(errors="replace")
+        detail, reason = _refusal(exc.read().decode(errors="replace"))
         raise InvalidInputError(
-            f"the emulator refused the registration: {detail}", reason=ReasonCode.INVALID_INPUT
+            f"the emulator refused the registration: {detail}", reason=reason
         ) from exc
     except (urllib.error.URLError, OSError) as exc:
         raise EnvironmentUnavailable(

@@ -69,16 +69,33 @@ def test_serve_register_and_answer(tmp_path: Path, capsys) -> None:  # type: ign
         ) as client:
             message = client.messages.create(**claude_request("go"))
         assert message.content[-1].type == "tool_use"
-        summary = httpx.get(f"{url}/admin/episodes/{registered['token']}").json()
+        base = registered["anthropic_base_url"]
+        unserved = httpx.get(base + "/v1/models", headers={"authorization": "Bearer k"})
+        assert unserved.status_code == 404 and unserved.headers["x-request-id"]
+        answered = httpx.get(f"{url}/admin/episodes/{registered['token']}")
+        assert answered.status_code == 200  # an unserved path leaves the ledger readable
+        summary = answered.json()
         assert summary["faults"] == ["overloaded-529"] and summary["delivered"] == 1
+        # every request is kept, the unserved one too (what the client sent)
         kept = sorted((ledgers / f"{registered['token']}.requests").glob("*.json"))
-        assert len(kept) == 2 and json.loads(kept[0].read_bytes())["model"] == "claude-emulated-1"
+        assert len(kept) == 3 and json.loads(kept[0].read_bytes())["model"] == "claude-emulated-1"
         assert (
             cli_exit(
                 ["emulator", "register", "--url", url, "--task", "fix-median", "--fault", "oops"]
             )
             == 2
         )
+        capsys.readouterr()
+        unknown = ["emulator", "register", "--url", url, "--task", "no-such-task"]
+        assert cli_exit([*unknown, "--json"]) == 2
+        refused = json.loads(capsys.readouterr().out)
+        assert refused["reason_code"] == "unknown-task"
+        assert refused["error"].startswith(  # the emulator's text, not its JSON answer
+            "the emulator refused the registration: unknown task 'no-such-task'"
+        )
+        assert cli_exit(unknown) == 2
+        shown = capsys.readouterr()
+        assert "unknown task 'no-such-task'" in shown.err and '\\"' not in shown.err + shown.out
     finally:
         server.send_signal(signal.SIGINT)
         try:

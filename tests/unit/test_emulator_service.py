@@ -18,7 +18,13 @@ from pairlab.adapters.clients.registry import resolve_cli
 from pairlab.adapters.emulator.model_api import Incoming
 from pairlab.adapters.emulator.service import EmulatorService
 from pairlab.core.emulator.quota_model import FIVE_HOUR_S, AccountPlan
-from pairlab.core.emulator.request_ledger import EpisodeRegistration, Fault, RequestRow, read_ledger
+from pairlab.core.emulator.request_ledger import (
+    EpisodeRegistration,
+    Fault,
+    RequestRow,
+    ground_truth,
+    read_ledger,
+)
 from pairlab.core.errors import EnvironmentUnavailable, InvalidInputError
 from tests.emulator_support import claude_request, claude_tool_result
 from tests.support import CATALOG_DIR, REPO_ROOT, cli_exit, require
@@ -177,3 +183,90 @@ def test_a_broken_wheel_is_an_environment_error_with_a_reason(tmp_path: Path) ->
     assert done.returncode == 3, done.stderr
     error = json.loads(done.stdout)
     assert error["reason_code"] == "cli-unavailable" and "claude" in error["error"]
+
+
+def _ask(service: EmulatorService, method: str, path: str, headers: dict[str, str]) -> Any:
+    reply = service.handle(Incoming(method, path, headers, b"{}"))
+    reply.on_delivered()
+    return reply
+
+
+ANTHROPIC_SDK = {"anthropic-version": "2023-06-01", "x-api-key": "k"}
+OPENAI_SDK = {"authorization": "Bearer sk-test"}
+
+
+def test_an_unserved_path_under_an_episode_is_a_readable_row_in_its_providers_shape(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    service = EmulatorService(tmp_path, catalog_dir=CATALOG_DIR, clock=lambda: T0)
+    episode = service.register(EpisodeRegistration(task_id="fix-median", seed=2), token="ep-m1")
+    post(service, "/e/ep-m1/v1/messages", claude_request("go"))
+    asked = [
+        ("GET", "/e/ep-m1/v1/models", OPENAI_SDK, "openai"),
+        ("POST", "/e/ep-m1/v1/chat/completions", {}, "openai"),
+        ("GET", "/e/ep-m1/v1/models", ANTHROPIC_SDK, "anthropic"),
+        ("POST", "/e/ep-m1/v1/messages/batches", OPENAI_SDK, "anthropic"),
+    ]
+    replies = [_ask(service, m, p, h) for m, p, h, _ in asked]
+    rows = read_ledger(episode.ledger_path)[1]
+    assert [r.status for r in rows] == [200, 404, 404, 404, 404]
+    for (_, _, _, provider), reply, row in zip(asked, replies, rows[1:], strict=True):
+        body = json.loads(reply.body)
+        assert reply.status == 404 and row.provider == provider
+        assert row.request_index == -1 and not row.billed and row.usage is None
+        if provider == "openai":  # OpenAI's shape: no envelope type, x-request-id
+            assert set(body) == {"error"} and body["error"]["type"] == "invalid_request_error"
+            assert body["error"]["message"].startswith("Invalid URL (")
+            assert reply.headers["x-request-id"] == row.request_id
+        else:
+            assert body["type"] == "error" and body["error"]["type"] == "not_found_error"
+            assert reply.headers["request-id"] == body["request_id"] == row.request_id
+    assert len({r.request_id for r in rows}) == len(rows)
+    assert ground_truth(rows) == rows[0].usage  # only the model request is billed
+    summary = _ask(service, "GET", "/admin/episodes/ep-m1", {})
+    assert summary.status == 200
+    assert json.loads(summary.body)["ground_truth"] == ground_truth(rows).model_dump(mode="json")
+    assert cli_exit(["emulator", "ledger", str(episode.ledger_path), "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["requests"] == 5
+
+
+def test_a_legacy_unrouted_line_reads_as_its_request_row(tmp_path: Path) -> None:
+    """Ledgers of older emulators logged an unknown route as ``kind: unrouted``."""
+    service = EmulatorService(tmp_path, catalog_dir=CATALOG_DIR, clock=lambda: T0)
+    episode = service.register(EpisodeRegistration(task_id="fix-median"), token="ep-old")
+    post(service, "/e/ep-old/v1/messages", claude_request("go"))
+    legacy = {"kind": "unrouted", "at": T0, "method": "POST", "path": "/e/ep-old/v1/x"}
+    with episode.ledger_path.open("a") as ledger:
+        ledger.write(json.dumps({**legacy, "status": 404, "message": "not served"}) + "\n")
+    rows = read_ledger(episode.ledger_path)[1]
+    assert [(r.status, r.request_index, r.request_id) for r in rows][1] == (404, -1, "")
+    assert rows[1].error_message == "not served" and ground_truth(rows) == rows[0].usage
+    with episode.ledger_path.open("a") as ledger:
+        ledger.write(json.dumps({**legacy, "status": "four"}) + "\n")
+    with pytest.raises(InvalidInputError, match=r"ep-old.jsonl:4: .*status"):
+        read_ledger(episode.ledger_path)
+
+
+def test_every_answer_carries_a_request_id(tmp_path: Path) -> None:
+    service = EmulatorService(tmp_path, catalog_dir=CATALOG_DIR, clock=lambda: T0)
+    episode = service.register(
+        EpisodeRegistration(
+            task_id="fix-median", faults=[Fault(at_request=1, kind="rate-limit-429")]
+        )
+    )
+    token = episode.token
+    malformed = _ask(service, "POST", f"/e/{token}/v1/messages", ANTHROPIC_SDK)
+    assert malformed.status == 400 and malformed.headers["request-id"]
+    body = json.dumps(claude_request("go")).encode()
+    limited = service.handle(Incoming("POST", f"/e/{token}/v1/messages", ANTHROPIC_SDK, body))
+    assert limited.status == 429
+    assert limited.headers["request-id"] == json.loads(limited.body or b"")["request_id"]
+    openai_bad = _ask(service, "POST", f"/e/{token}/v1/responses", OPENAI_SDK)
+    assert openai_bad.status == 400 and openai_bad.headers["x-request-id"]
+    unknown = _ask(service, "GET", "/e/no-such-token/v1/models", OPENAI_SDK)
+    assert unknown.status == 404 and "no-such-token" in json.loads(unknown.body)["error"]["message"]
+    line = json.loads((tmp_path / "unrouted.jsonl").read_text().splitlines()[-1])
+    assert line["request_id"] == unknown.headers["x-request-id"] and line["provider"] == "openai"
+    claude_usage = _ask(service, "GET", f"/e/{token}/api/oauth/usage", {})
+    codex_usage = _ask(service, "GET", "/a/default/backend-api/wham/usage", {})
+    assert claude_usage.headers["request-id"] and codex_usage.headers["x-request-id"]

@@ -11,6 +11,7 @@ import pytest
 
 from pairlab.adapters.usage import read_usage
 from pairlab.adapters.usage.base import UsageReport
+from pairlab.adapters.usage.claude import limit_notice_observation
 from pairlab.core.errors import InvalidInputError
 
 FIX = Path(__file__).resolve().parent.parent / "fixtures" / "usage"
@@ -93,7 +94,9 @@ def test_claude_synthetic_lines_are_not_calls_and_limit_notice_is_quota() -> Non
     assert "<synthetic>" not in r.by_model
     assert r.vector.output == 22
     (obs,) = r.quota_observations
-    assert obs.window == "five-hour"
+    # the legacy notice names no window: none is recorded (its reset, under 5 hours
+    # away, would fit a seven-day window near its end as well)
+    assert obs.window == "other:0"
     assert obs.used_percent == 100.0
     assert obs.resets_at == datetime(2025, 8, 20, 14, 0, tzinfo=UTC)
     # the truncated last line is counted, not fatal
@@ -343,3 +346,19 @@ def test_codex_subagent_rollout_is_the_sidechain_share(tmp_path: Path) -> None:
     assert r.sidechain_vector.output == 180
     assert r.sidechain_vector.cache_read == 6912
     assert r.session_id == "0199e400-0000-7000-8000-00000000aaaa"
+
+
+@pytest.mark.parametrize(
+    ("text", "window"),
+    [
+        ("Claude AI usage limit reached|1755698400", "other:0"),
+        ("Claude AI usage limit reached|1756000000", "other:0"),  # days away: still none named
+        ("5-hour limit reached ∙ resets 2pm", "five-hour"),
+        ("You've hit your session limit · resets 2pm", "five-hour"),
+        ("You've hit your weekly limit · resets Aug 25", "seven-day"),
+    ],
+)
+def test_a_limit_notice_is_recorded_for_the_window_it_names_or_none(text: str, window: str) -> None:
+    observed = datetime(2025, 8, 20, 11, 5, tzinfo=UTC)
+    obs = limit_notice_observation(text, observed)
+    assert obs is not None and obs.window == window and obs.used_percent == 100.0

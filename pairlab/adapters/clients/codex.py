@@ -21,8 +21,10 @@
 from __future__ import annotations
 
 import json
+import os
 import re
 import subprocess
+import tempfile
 from pathlib import Path
 from typing import Any, Final
 
@@ -56,15 +58,21 @@ def _locate(package: Path) -> tuple[Path, tuple[Path, ...]]:
 
 
 def _read_version(binary: Path) -> str:
+    """``codex --version``, run with a throwaway HOME: even this command sets up its
+    helper links under ``$CODEX_HOME/tmp`` (default ``~/.codex/tmp``), and a version
+    probe must leave the user's home untouched."""
     try:
-        done = subprocess.run(
-            [str(binary), "--version"],
-            capture_output=True,
-            text=True,
-            timeout=_VERSION_TIMEOUT_S,
-            check=False,
-            stdin=subprocess.DEVNULL,
-        )
+        with tempfile.TemporaryDirectory(prefix="pairlab-codex-version-") as home:
+            env = {k: v for k, v in os.environ.items() if k != "CODEX_HOME"}
+            done = subprocess.run(
+                [str(binary), "--version"],
+                capture_output=True,
+                text=True,
+                timeout=_VERSION_TIMEOUT_S,
+                check=False,
+                stdin=subprocess.DEVNULL,
+                env={**env, "HOME": home},
+            )
     except (OSError, subprocess.TimeoutExpired) as exc:
         raise unavailable("codex", WHEEL, f"`{binary} --version` failed ({exc})") from exc
     words = done.stdout.split()

@@ -316,6 +316,18 @@ class ModelApi:
     def openai_responses(self, episode: Episode, account: Account, req: Incoming) -> Reply:
         return self.model_request("openai", episode, account, req)
 
+    def refuse_unserved(
+        self,
+        episode: Episode,
+        account: Account,
+        req: Incoming,
+        provider: Provider,
+        refusal: Refusal,
+    ) -> Reply:
+        """A request to a path the episode's API does not serve: a ledger row (not a model
+        request, never billed) and the provider's error answer with its request id."""
+        return self._refuse(self._start(episode, account, req, provider, model=False), refusal)
+
     def anthropic_count_tokens(self, episode: Episode, account: Account, req: Incoming) -> Reply:
         call = self._start(episode, account, req, "anthropic", model=False)
         read = self._read(

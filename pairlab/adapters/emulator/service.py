@@ -16,8 +16,11 @@ episode: ``ANTHROPIC_BASE_URL=http://H:P/e/<token>``, Codex
 | GET | ``/admin/accounts/<a>/charges?after=N`` | the account's charge counter; episodes charged after N |
 | GET | ``/healthz`` | liveness |
 
-Anything else gets the provider's 404 shape and a ledger row (the episode's, or
-``unrouted.jsonl``).
+Anything else gets the 404 of the provider the client meant, in that provider's shape
+and with its request-id header (``unserved``), and a ledger row: a request row of the
+episode's ledger (status 404, not a model request, never billed) under ``/e/<t>``, else
+a line of ``unrouted.jsonl``. Every provider-shaped answer carries a request id
+(Anthropic ``request-id``, OpenAI ``x-request-id``), errors too.
 """
 
 from __future__ import annotations
@@ -45,7 +48,9 @@ from pairlab.adapters.emulator.episodes import (
     new_account,
 )
 from pairlab.adapters.emulator.model_api import Incoming, ModelApi
+from pairlab.adapters.emulator.providers import PROVIDERS
 from pairlab.adapters.emulator.reply import Reply, json_reply
+from pairlab.adapters.emulator.unserved import not_found, provider_of
 from pairlab.core.accounting.tokenizer import load_token_counter
 from pairlab.core.emulator.quota_model import AccountPlan
 from pairlab.core.emulator.quota_surfaces import claude_oauth_usage, codex_usage
@@ -122,6 +127,7 @@ class EmulatorService:
             name: new_account(name, plan) for name, plan in (accounts or {}).items()
         }
         self._writer = LedgerWriter()
+        self._answered = 0  # answers outside any episode's ledger (their request ids)
         self.api = ModelApi(
             count=_memo_counter(counter.count),
             clock=clock,
@@ -239,39 +245,41 @@ class EmulatorService:
         with self._lock:
             snapshot = account.quota.snapshot(self.clock())
         if rest == ["api", "oauth", "usage"]:
-            return json_reply(200, claude_oauth_usage(snapshot))
+            return json_reply(200, claude_oauth_usage(snapshot), {"request-id": self._request_id()})
         if rest == ["backend-api", "wham", "usage"]:
-            return json_reply(200, codex_usage(snapshot))
+            return json_reply(200, codex_usage(snapshot), {"x-request-id": self._request_id()})
         return None
 
-    def _not_found(self, req: Incoming, episode: Episode | None, text: str | None = None) -> Reply:
-        message = text or f"{req.method} {req.path} is not served by the provider emulator"
-        openai = "/responses" in req.path or "backend-api" in req.path
+    def _not_found(
+        self, req: Incoming, episode: Episode | None, detail: str | None = None
+    ) -> Reply:
+        """The provider's 404 (``unserved``), with a request id, and its ledger row: a
+        request row of the episode's ledger, else a line of ``unrouted.jsonl``."""
+        provider = provider_of(req.path, req.headers)
+        refusal = not_found(provider, req.method, req.path, detail)
+        if episode is not None:
+            account = self.account(episode.registration.account)
+            return self.api.refuse_unserved(episode, account, req, provider, refusal)
+        request_id = self._request_id()
         row: dict[str, Any] = {
             "kind": "unrouted",
             "at": self.clock(),
+            "request_id": request_id,
+            "provider": provider,
             "method": req.method,
             "path": req.path,
-            "status": 404,
-            "message": message,
+            "status": refusal.status,
+            "message": refusal.message,
         }
-        target = episode.ledger_path if episode else self.ledger_dir / UNROUTED_LEDGER
-        self._writer.append(target, row)
-        if openai:
-            return json_reply(
-                404,
-                {
-                    "error": {
-                        "message": message,
-                        "type": "invalid_request_error",
-                        "param": None,
-                        "code": "not_found",
-                    }
-                },
-            )
-        return json_reply(
-            404, {"type": "error", "error": {"type": "not_found_error", "message": message}}
-        )
+        self._writer.append(self.ledger_dir / UNROUTED_LEDGER, row)
+        return PROVIDERS[provider].wire.error_reply(refusal, request_id)
+
+    def _request_id(self) -> str:
+        """A request id for an answer outside any episode's ledger (stable per process)."""
+        with self._lock:
+            self._answered += 1
+            n = self._answered
+        return "req_" + hashlib.sha256(f"pairlab-emulator:{n}".encode()).hexdigest()[:24]
 
     def _charges(self, account: str, req: Incoming) -> Reply:
         """``GET /admin/accounts/<a>/charges?after=N``: the account's charge counter and the
@@ -293,8 +301,14 @@ class EmulatorService:
                 token = payload.pop("token", None) if isinstance(payload, dict) else None
                 registration = EpisodeRegistration.model_validate(payload)
                 episode = self.register(registration, token)
-            except (ValueError, ValidationError) as exc:
-                return json_reply(400, {"error": str(exc), "reason_code": "invalid-input"})
+            except ValidationError as exc:
+                first = exc.errors()[0]
+                where = ".".join(str(p) for p in first["loc"]) or "the registration"
+                text = f"invalid registration: {where}: {first['msg']}"
+                return json_reply(400, {"error": text, "reason_code": "invalid-input"})
+            except ValueError as exc:
+                text = f"the registration is not JSON: {exc}"
+                return json_reply(400, {"error": text, "reason_code": "invalid-input"})
             except InvalidInputError as exc:
                 return json_reply(400, exc.to_json())
             return json_reply(201, {"token": episode.token, "ledger": str(episode.ledger_path)})
@@ -303,7 +317,10 @@ class EmulatorService:
             if found is None:
                 return json_reply(404, {"error": f"unknown episode token '{rest[0]}'"})
             found.wait_idle(IDLE_WAIT_S)
-            return json_reply(200, episode_summary(found))
+            try:
+                return json_reply(200, episode_summary(found))
+            except InvalidInputError as exc:  # its ledger was damaged outside the emulator
+                return json_reply(500, exc.to_json())
         return json_reply(404, {"error": f"{req.method} {req.path}: no such admin route"})
 
 

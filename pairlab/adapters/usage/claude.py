@@ -25,7 +25,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from datetime import datetime, timedelta
+from datetime import datetime
 from pathlib import Path
 from typing import Any, Final
 
@@ -134,7 +134,13 @@ def _text_of(message: dict[str, Any]) -> str:
 
 
 def limit_notice_observation(text: str, observed_at: datetime | None) -> QuotaObservation | None:
-    """A usage-limit notice -> an observation of an exhausted window (100 %)."""
+    """A usage-limit notice -> an observation of an exhausted window (100 %).
+
+    The window is the one the notice names ("weekly"/"7-day", "5-hour"/"session
+    limit"); a notice that names none (the legacy ``Claude AI usage limit
+    reached|<epoch>``) is recorded with no window (``other:0``, as every source that
+    states no length): its reset time alone does not say which window ran out (a
+    seven-day window near its end resets within five hours too)."""
     lowered = text.lower()
     if "limit" not in lowered or observed_at is None:
         return None
@@ -148,10 +154,6 @@ def limit_notice_observation(text: str, observed_at: datetime | None) -> QuotaOb
         window = "seven-day"
     elif "5-hour" in lowered or "session limit" in lowered:
         window = "five-hour"
-    elif resets_at is not None:
-        # The legacy notice names no window: the reset distance tells which one ran out.
-        minutes = (resets_at - observed_at) / timedelta(minutes=1)
-        window = "five-hour" if minutes <= 300 else "seven-day" if minutes <= 10080 else "other:0"
     else:
         window = "other:0"
     return QuotaObservation(

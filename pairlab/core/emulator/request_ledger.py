@@ -5,7 +5,11 @@ Line 1 is the episode row (what was registered); every request the episode's bas
 URL received is one request row, written when its response has ended (or failed):
 request id, model, the exact usage vector, the quota before and after, the tools
 offered, the system-prompt hash, the scripted turn and any fault injected. Malformed
-requests and unknown routes are rows too (``status`` >= 400, ``error_type``).
+requests and unknown routes are rows too (``status`` >= 400, ``error_type``; an unknown
+route is not a model request: ``request_index`` -1). Ledgers written before unknown
+routes were request rows hold ``{"kind": "unrouted"}`` lines instead;
+:func:`read_ledger` reads them as such rows (:func:`legacy_unrouted_row`, with an empty
+``request_id``: none was issued).
 
 A request is **billed** for the usage the provider stated to the client: a response
 delivered whole states its final usage; a stream cut after Anthropic's
@@ -22,17 +26,19 @@ reproduce.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
+from functools import partial
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, TypeVar
 
-from pydantic import Field
+from pydantic import Field, ValidationError
 
 from pairlab.core.emulator.quota_model import AccountPlan, QuotaSnapshot
 from pairlab.core.errors import InvalidInputError, ReasonCode
 from pairlab.core.schemas.base import StrictModel
 from pairlab.core.schemas.usage import UsageVector
 
+_Row = TypeVar("_Row", "EpisodeRow", "RequestRow")
 FaultKind = Literal["rate-limit-429", "overloaded-529", "cut-stream"]
 
 
@@ -129,6 +135,62 @@ def ground_truth(rows: Iterable[RequestRow]) -> UsageVector:
     return total
 
 
+class UnroutedRow(StrictModel):
+    """An unknown route as older emulators logged it (now a :class:`RequestRow`)."""
+
+    kind: Literal["unrouted"]
+    at: float
+    method: str
+    path: str
+    status: int
+    message: str
+
+
+def legacy_unrouted_row(token: str, line: dict[str, Any]) -> RequestRow:
+    """A legacy ``kind: unrouted`` line as the request row it stands for. Its provider is
+    the one whose error shape the old emulator answered with (OpenAI for ``/responses``
+    and ``backend-api`` paths, else Anthropic)."""
+    old = UnroutedRow.model_validate(line)
+    openai = "/responses" in old.path or "backend-api" in old.path
+    return RequestRow(
+        token=token,
+        request_index=-1,
+        request_id="",
+        at=old.at,
+        duration_ms=0.0,
+        provider="openai" if openai else "anthropic",
+        method=old.method,
+        path=old.path,
+        status=old.status,
+        error_type="invalid_request_error" if openai else "not_found_error",
+        error_message=old.message,
+    )
+
+
+def _request_row(token: str, line: str) -> RequestRow:
+    data = json.loads(line)
+    if isinstance(data, dict) and data.get("kind") == "unrouted":
+        return legacy_unrouted_row(token, data)
+    return RequestRow.model_validate(data)
+
+
+def _parsed(path: Path, number: int, parse: Callable[[], _Row]) -> _Row:
+    """One line parsed, or an error naming the line and its first fault."""
+    try:
+        return parse()
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        where = ".".join(str(p) for p in first["loc"]) or "the row"
+        raise InvalidInputError(
+            f"{path}:{number}: not an emulator ledger row: {where}: {first['msg']}",
+            reason=ReasonCode.MALFORMED_INPUT,
+        ) from exc
+    except ValueError as exc:
+        raise InvalidInputError(
+            f"{path}:{number}: not an emulator ledger row: {exc}", reason=ReasonCode.MALFORMED_INPUT
+        ) from exc
+
+
 def read_ledger(path: Path) -> tuple[EpisodeRow, list[RequestRow]]:
     """Parse one episode ledger; a malformed line is an error (the ledger is ours)."""
     try:
@@ -139,13 +201,12 @@ def read_ledger(path: Path) -> tuple[EpisodeRow, list[RequestRow]]:
         ) from exc
     if not lines:
         raise InvalidInputError(f"{path}: empty emulator ledger", reason=ReasonCode.MALFORMED_INPUT)
-    try:
-        episode = EpisodeRow.model_validate_json(lines[0])
-        requests = [RequestRow.model_validate(json.loads(line)) for line in lines[1:] if line]
-    except ValueError as exc:
-        raise InvalidInputError(
-            f"{path}: not an emulator ledger: {exc}", reason=ReasonCode.MALFORMED_INPUT
-        ) from exc
+    episode = _parsed(path, 1, lambda: EpisodeRow.model_validate_json(lines[0]))
+    requests = [
+        _parsed(path, number, partial(_request_row, episode.token, line))
+        for number, line in enumerate(lines[1:], start=2)
+        if line
+    ]
     return episode, requests
 
 
@@ -156,7 +217,9 @@ __all__ = [
     "FaultKind",
     "RequestRow",
     "TurnInfo",
+    "UnroutedRow",
     "ground_truth",
     "is_model_request",
+    "legacy_unrouted_row",
     "read_ledger",
 ]
