@@ -207,3 +207,47 @@ def test_cli_local_store_file_url(tmp_path: Path, capsys: pytest.CaptureFixture[
         ["pull", f"{url}/runs/eval-008", "--to", str(tmp_path / "p"), "--json"], capsys
     )
     assert code == 0 and out["skipped"] == 0
+
+
+def test_a_parallel_pull_gets_every_object_and_a_corrupted_one_fails_clearly(
+    store_url: str, tmp_path: Path
+) -> None:
+    """Issue 28: objects are fetched by a pool of threads; every object arrives verified.
+    Two objects replaced in the store after publishing (the manifest keeps their hashes):
+    the error names the first in manifest order and counts the other, no ``.part`` or
+    manifest is left, what was verified stays, and a retry after repair fetches only
+    the two."""
+    run_dir = write_eval_run(tmp_path / "local", "eval-par")
+    for i in range(60):
+        (run_dir / "extra" / f"n{i:02d}.txt").parent.mkdir(exist_ok=True)
+        (run_dir / "extra" / f"n{i:02d}.txt").write_text(f"object {i}\n", encoding="utf-8")
+    before = snapshot(run_dir)
+    store = _open(store_url)
+    manifest = publish_run(run_dir, store)
+
+    outcome = pull_run(store, "eval-par", tmp_path / "whole", workers=8)
+    assert sorted(outcome.downloaded) == sorted(before) and outcome.skipped == []
+    assert snapshot(tmp_path / "whole") == {**before, MANIFEST_NAME: manifest.to_bytes()}
+
+    keys = [o.key for o in manifest.objects]
+    bad = sorted(k for k in keys if k.startswith("extra/"))[10:12]
+    for key in bad:
+        store.put_bytes(f"runs/eval-par/{key}", b"tampered\n")
+    dest = tmp_path / "pulled"
+    with pytest.raises(PublishError) as caught:
+        pull_run(store, "eval-par", dest, workers=8)
+    first = min(bad, key=keys.index)
+    assert caught.value.reason == ReasonCode.INTEGRITY_FAILED
+    assert f"integrity check failed for {first} " in caught.value.message
+    assert f"(and 1 other object of {len(keys)} failed)" in caught.value.message
+    assert not list(dest.rglob("*.part")) and not (dest / MANIFEST_NAME).exists()
+    assert not any((dest / key).exists() for key in bad)
+    for path in dest.rglob("*"):  # whatever landed is verified
+        if path.is_file():
+            assert path.read_bytes() == before[path.relative_to(dest).as_posix()]
+
+    for key in bad:
+        store.put_bytes(f"runs/eval-par/{key}", before[key])
+    again = pull_run(store, "eval-par", dest, workers=8)
+    assert set(bad) <= set(again.downloaded)
+    assert snapshot(dest) == {**before, MANIFEST_NAME: manifest.to_bytes()}
