@@ -270,3 +270,30 @@ def test_every_answer_carries_a_request_id(tmp_path: Path) -> None:
     claude_usage = _ask(service, "GET", f"/e/{token}/api/oauth/usage", {})
     codex_usage = _ask(service, "GET", "/a/default/backend-api/wham/usage", {})
     assert claude_usage.headers["request-id"] and codex_usage.headers["x-request-id"]
+
+
+def test_the_version_probe_leaves_the_users_home_untouched(tmp_path: Path) -> None:
+    """``codex --version`` sets up helper links under ``$CODEX_HOME/tmp``; the probe runs it
+    with a throwaway HOME, so ``pairlab emulator clis`` creates nothing in the user's."""
+    home = tmp_path / "home"
+    home.mkdir()
+    env = {k: v for k, v in os.environ.items() if k != "CODEX_HOME"}
+    env |= {"HOME": str(home), "PYTHONPATH": str(REPO_ROOT), "TMPDIR": str(tmp_path / "t")}
+    (tmp_path / "t").mkdir()
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            "from pairlab.cli import main; main(['emulator', 'clis', '--json'])",
+        ],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=120,
+        check=False,
+    )
+    require(done.returncode != 3, "the bundled CLIs are not installed")
+    assert done.returncode == 0, done.stderr
+    assert {c["name"] for c in json.loads(done.stdout)} == {"claude", "codex"}
+    assert list(home.iterdir()) == []
+    assert list((tmp_path / "t").iterdir()) == []  # the throwaway HOME is removed too
