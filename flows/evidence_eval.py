@@ -185,7 +185,8 @@ def evidence_eval(params: EvidenceEvalParams) -> dict[str, Any]:
         run_dir.path, params.store, params.on_secret, params.include_transcript
     )
     show_results(outputs["report_json"], params.store, run_id)
-    return _finish(params, run_id, ordered, run_dir, manifest, gate < plan.plan.min_pairs)
+    below = bool(analysis.get("allBelowGate"))
+    return _finish(params, run_id, ordered, run_dir, manifest, gate < plan.plan.min_pairs, below)
 
 
 def _log_plan(
@@ -237,6 +238,7 @@ def _finish(
     run_dir: RunDir,
     manifest: dict[str, Any],
     exploratory: bool,
+    all_below_gate: bool,
 ) -> dict[str, Any]:
     """The flow's result, and its last two log lines."""
     logger = get_run_logger()
@@ -253,7 +255,8 @@ def _finish(
         run_id,
         len(ordered),
         failed,
-        "; EXPLORATORY" if exploratory else "",
+        ("; EXPLORATORY" if exploratory else "")
+        + ("; NO COHORT REACHED THE GATE: nothing decided" if all_below_gate else ""),
     )
     return {
         "run_id": run_id,
@@ -265,4 +268,5 @@ def _finish(
         "staging": str(run_dir.path),
         "published": manifest,
         "exploratory": exploratory,
+        "all_below_gate": all_below_gate,
     }

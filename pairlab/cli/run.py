@@ -117,7 +117,16 @@ def _require_prefect_server(api_url: str) -> None:
 
 def _print_result(result: dict[str, Any], as_json: bool) -> None:
     if as_json:
-        keys = ("run_id", "store", "episodes", "failed", "exploratory", "report", "report_html")
+        keys = (
+            "run_id",
+            "store",
+            "episodes",
+            "failed",
+            "exploratory",
+            "all_below_gate",
+            "report",
+            "report_html",
+        )
         emit_json({k: result[k] for k in keys if k in result})
         return
     typer.echo(
@@ -127,6 +136,11 @@ def _print_result(result: dict[str, Any], as_json: bool) -> None:
         typer.echo(
             "EXPLORATORY: the gate is below the study plan's minimum pairs; "
             "effects with fewer pairs are not wins"
+        )
+    if result.get("all_below_gate"):
+        typer.echo(
+            "NO DECISION: every cohort has fewer complete pairs than the gate; "
+            "run more repetitions (pairlab power says how many)"
         )
     typer.echo(f"report: {result['report']}")
     if result.get("report_html"):

@@ -117,6 +117,7 @@ def test_a_gate_below_the_plan_is_exploratory_and_claims_no_win(
     )
     payload = json.loads(out)
     assert code == 0 and payload["exploratory"] is True and payload["gate"] == 2
+    assert payload["allBelowGate"] is False
     plan = log.parent / "plan.yaml"
     plan.write_text("schema_version: 1\nid: seven\nmin_pairs: 7\n")
     code, out, _ = run_cli(
@@ -126,6 +127,8 @@ def test_a_gate_below_the_plan_is_exploratory_and_claims_no_win(
     # The gate defaults to the plan's 7: the 6-pair cohort is insufficient, not a win.
     assert payload["gate"] == 7 and payload["exploratory"] is False
     assert payload["cohorts"][0]["status"] == "insufficient"
+    # not exploratory (the gate is the plan's), yet no cohort reached it: said apart
+    assert len(payload["cohorts"]) == 1 and payload["allBelowGate"] is True
     code, out, _ = run_cli(
         [
             "aggregate",

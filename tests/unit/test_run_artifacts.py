@@ -101,12 +101,22 @@ def test_an_exploratory_run_is_labelled_in_every_artifact() -> None:
     # gate 2 with 3 pairs a cohort, below the plan's 5: every tested effect is exploratory
     report = _report(pairs=3, gate=2, repetitions=3)
     assert report["meta"]["exploratory"] is True
+    assert report["meta"]["all_below_gate"] is False  # 3 pairs reach the gate of 2
     text = headline_markdown(report, {})
     assert text.startswith("# EXPLORATORY — run")
     assert "Exploratory analysis" in text
     rows = cohort_tables(report)["totalTokens"]
     assert rows and all(r["decision"].endswith("(exploratory)") for r in rows)
     assert not any("win" in r["decision"] for r in rows)
+
+
+def test_a_run_with_every_cohort_below_the_gate_says_so() -> None:
+    # 1 repetition, the plan's gate of 5: not exploratory, and no cohort was decided
+    report = _report(pairs=1, gate=5, repetitions=1)
+    assert report["meta"]["exploratory"] is False
+    assert report["meta"]["all_below_gate"] is True
+    cohorts = report["analysis"]["cohorts"]
+    assert cohorts and all(c["status"] == "insufficient" for c in cohorts)
 
 
 def test_a_low_gate_with_enough_pairs_keeps_its_wins() -> None:

@@ -120,6 +120,12 @@ class CohortAnalysis:
         """The gate is below the plan's pre-registered minimum pairs."""
         return self.min_pairs < self.plan.plan.min_pairs
 
+    @property
+    def all_below_gate(self) -> bool:
+        """No cohort has the gate's complete pairs (or there is none): nothing was decided.
+        Not ``exploratory`` (that is the gate against the plan), e.g. a 1-repetition run."""
+        return not bool(np.any(np.asarray(self.pairs) >= self.min_pairs))
+
     def labels(self) -> EffectLabels:
         return label_effects(
             self.plan.plan,
@@ -151,6 +157,7 @@ class CohortAnalysis:
             "runId": self.run_id,
             "gate": self.min_pairs,
             "exploratory": self.exploratory,
+            "allBelowGate": self.all_below_gate,
             "plan": self.plan.summary(),
             "reportedInterval": {
                 "method": self.method,

@@ -128,6 +128,7 @@ def run_meta(
         "excluded": sum(1 for r in records if r.excluded),
         "min_pairs": analysis.get("gate", settings.gate),
         "exploratory": analysis.get("exploratory"),
+        "all_below_gate": analysis.get("allBelowGate"),
         "study_plan": _plan_meta(analysis.get("plan")),
         "client": settings.client,
         "price_catalog_version": catalogs[-1] if catalogs else None,
