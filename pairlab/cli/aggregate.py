@@ -17,8 +17,9 @@ below the plan's minimum makes the analysis exploratory (said in the output).
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
@@ -33,6 +34,9 @@ from pairlab.core.analysis.study_plan import (
 from pairlab.core.errors import InvalidInputError, ReasonCode
 from pairlab.core.schemas.episode import EpisodeRecord, iter_episode_lines
 
+if TYPE_CHECKING:
+    import polars as pl
+
 
 def read_episode_log(path: Path) -> list[EpisodeRecord]:
     try:
@@ -46,12 +50,29 @@ def read_episode_log(path: Path) -> list[EpisodeRecord]:
         ) from exc
 
 
-def choose_run_id(explicit: str | None, records: list[EpisodeRecord], path: Path) -> str:
+def read_episode_frame(path: Path) -> pl.DataFrame:
+    """The log as the analysis frame, streamed: each line validated as it is read (the
+    same errors as :func:`read_episode_log`), no record kept beyond its columns."""
+    from pairlab.core.analysis.pairing import episodes_frame
+
+    try:
+        with path.open(encoding="utf-8") as handle:
+            return episodes_frame(iter_episode_lines(iter(handle), source=str(path)))
+    except FileNotFoundError as exc:
+        raise InvalidInputError(f"{path}: no such file", reason=ReasonCode.NOT_FOUND) from exc
+    except (OSError, UnicodeDecodeError) as exc:
+        raise InvalidInputError(
+            f"{path}: cannot read ({exc})", reason=ReasonCode.INPUT_READ_FAILED
+        ) from exc
+
+
+def choose_run_id(explicit: str | None, run_ids: Collection[str | None], path: Path) -> str:
+    """``explicit``, else the one run id every record carries, else the file's name."""
     if explicit:
         return explicit
-    run_ids = {r.run_id for r in records}
-    if len(run_ids) == 1 and None not in run_ids:
-        return str(next(iter(run_ids)))
+    found = set(run_ids)
+    if len(found) == 1 and None not in found:
+        return str(next(iter(found)))
     return path.name
 
 
@@ -110,10 +131,10 @@ def register(app: typer.Typer) -> None:
 
         resolved = plan_for(plan, episodes)
         gate = resolve_gate(min_pairs, resolved)
-        records = read_episode_log(episodes)
+        frame = read_episode_frame(episodes)
         analysis = analyse_cohorts(
-            records,
-            run_id=choose_run_id(run_id, records, episodes),
+            frame,
+            run_id=choose_run_id(run_id, frame["runId"].unique().to_list(), episodes),
             min_pairs=gate,
             n_resamples=resamples,
             method="bca" if bca else "percentile",

@@ -310,3 +310,41 @@ def test_frame_and_parquet_columns_keep_null_beside_a_measured_zero(tmp_path: ob
     table = episodes_table(records)
     assert json.loads(table["quotaConsumption"][0])[0]["consumptionPercent"] == 0.0
     assert table["unrelatedConcurrentQuotaUse"].to_list() == [False, True, False]
+
+
+def test_the_frame_derives_quota_columns_per_record_only_where_quota_data_is() -> None:
+    """Issue 28: records without quota data share one value in the frame; records with it
+    (snapshots or stored consumption) get their own; both as :func:`record_columns` says,
+    and every other column is the record's own attribute (ints as floats)."""
+    from pairlab.core.analysis.pairing import FRAME_SCHEMA, episodes_frame
+    from pairlab.core.quota.consumption import record_columns
+
+    measured = _eval_record("baseline", 5, 9, False)
+    unreadable = _eval_record("optimizer", None, 7, False)
+    stored = measured.model_copy(update={"arm": "full", "quota_before": None, "quota_after": None})
+    bare = measured.model_copy(
+        update={
+            "arm": "retrieval",
+            "quota_before": None,
+            "quota_after": None,
+            "quota_consumption": None,
+            "total_tokens": 12,
+            "correct": None,
+        }
+    )
+    records = [bare, measured, bare, unreadable, stored]
+    frame = episodes_frame(iter(records))  # a generator is enough: it streams
+    assert list(frame.schema.items()) == list(FRAME_SCHEMA.items())
+    for row, record in zip(frame.iter_rows(named=True), records, strict=True):
+        for name, value in record_columns(record).items():
+            assert row[name] == value, name
+        assert (row["arm"], row["correct"], row["pairId"]) == (
+            record.arm,
+            record.correct,
+            record.pair_id,
+        )
+        total = record.total_tokens
+        assert row["totalTokens"] == (None if total is None else float(total))
+    assert frame["quotaFiveHourConsumptionPct"].to_list() == [None, 4.0, None, None, 4.0]
+    assert frame["quotaFiveHourNullReason"][0] == "missing-quota-telemetry"
+    assert episodes_frame([]).height == 0
