@@ -25,6 +25,7 @@ from flows.evidence.dispatch import dispatch_pair
 from flows.evidence.episode import EpisodeContext, execute_episode, run_pair
 from flows.evidence.progress import PairProgress
 from flows.evidence.quota_block import quota_interval_plan, run_quota_block, write_quota_intervals
+from flows.evidence.resume import resume_text, settle_params
 from flows.evidence.warm_harvest import harvest_graph
 from flows.evidence.window import run_window
 from flows.params import EvidenceEvalParams
@@ -32,11 +33,13 @@ from flows.run_ui import name_flow_run
 from pairlab.adapters.episode.io import load_eval_inputs, sim_account_dir
 from pairlab.adapters.episode.session import RunEnvironment, open_run_environment
 from pairlab.adapters.run.directory import RunDir
+from pairlab.adapters.run.frozen_settings import write_frozen_settings
 from pairlab.adapters.run.outputs import published_location, quota_provider
 from pairlab.adapters.run.study_plan import freeze_plan
 from pairlab.core.analysis.cohorts import resolve_gate
 from pairlab.core.analysis.study_plan import ResolvedPlan
 from pairlab.core.findings.warm_stratum import plan_warm_schedule
+from pairlab.core.frozen_settings import check_nothing_dropped
 from pairlab.core.report.run import QuotaIntervalSettings, RunSettings
 from pairlab.core.schedule import PlannedEpisode, Schedule, plan_schedule
 from pairlab.core.schemas.episode import EpisodeRecord
@@ -132,29 +135,37 @@ def evidence_eval(params: EvidenceEvalParams) -> dict[str, Any]:
     """Run a paired, order-rotated 4-arm evaluation and publish its report."""
     run_id = params.run_id or new_run_id()
     name_flow_run(run_id)  # the UI's run name is pairlab's run id
-    # 1. Plan: the suite's tasks (the warm harvest task runs once, before the strata).
+    run_dir = RunDir(Path(params.work_dir), run_id)
+    # 1. A resume goes on with the run's frozen settings (a request that would change
+    #    what the run measures is refused, resume-changed; flows/evidence/resume.py).
+    params, resumed = settle_params(params, run_dir)
+    # 2. Plan: the suite's tasks (the warm harvest task runs once, before the strata).
     suite, profile = load_eval_inputs(params.suite, params.profile)
     task_ids = [t.id for t in suite.tasks if not params.task_filter or t.id in params.task_filter]
     if params.warm is not None:
         task_ids = [t for t in task_ids if t != params.warm.harvest_task]
     schedule = plan_task(params, run_id, task_ids)
-    run_dir = RunDir(Path(params.work_dir), run_id).ensure()
-    # 2. Pre-register: the study plan frozen before the first episode (a resumed run
-    #    whose plan changed is refused here, plan-changed), the schedule written.
+    planned_ids = [e.episode_id for e in schedule.entries]
+    check_nothing_dropped(run_id, run_dir.completed(), planned_ids)
+    # 3. Pre-register: settings and study plan frozen before the first episode (a resumed
+    #    run whose plan changed is refused here, plan-changed), the schedule written.
+    run_dir.ensure()
+    write_frozen_settings(run_dir, params.model_dump(mode="json"))
     plan = freeze_plan(run_dir, params.suite, params.study_plan)
     run_dir.write_json("schedule.json", schedule.model_dump(mode="json"))
-    planned_ids = [e.episode_id for e in schedule.entries]
-    done = {k: v for k, v in run_dir.completed().items() if k in set(planned_ids)}
+    done = run_dir.completed()
     pending = [u for u in schedule.units() if any(e.episode_id not in done for e in u)]
     gate = resolve_gate(params.min_pairs, plan)
-    # 3. The run's environment: backend, provider emulator, simulated account.
+    # 4. The run's environment: backend, provider emulator, simulated account.
     env = open_environment(params, profile, run_dir)
     account_dir = sim_account_dir(Path(params.work_dir), env.profile)
     ctx = EpisodeContext(params, suite, env, run_dir, account_dir)
     progress = PairProgress(run_id, len(planned_ids), done, pending)
     _log_plan(params, run_id, len(task_ids), len(planned_ids), schedule, done, plan, gate)
+    if (resumed_line := resume_text(run_id, resumed)) is not None:
+        get_run_logger().info(resumed_line)
     try:
-        # 4. Claim 4's harvest session: one full-arm episode, its graph frozen and hashed.
+        # 5. Claim 4's harvest session: one full-arm episode, its graph frozen and hashed.
         if params.warm is not None:
             graph = harvest_graph(
                 params.warm.harvest_task,
@@ -162,7 +173,7 @@ def evidence_eval(params: EvidenceEvalParams) -> dict[str, Any]:
                 lambda planned: execute_episode(planned, ctx, save=False),
             )
             ctx = replace(ctx, warm_graph=graph)
-        # 5. The pairs (blocks of quota intervals), ``concurrency`` at a time.
+        # 6. The pairs (blocks of quota intervals), ``concurrency`` at a time.
         run_window(
             pending,
             params.concurrency,
@@ -173,7 +184,7 @@ def evidence_eval(params: EvidenceEvalParams) -> dict[str, Any]:
         )
     finally:
         env.close()
-    # 6. Aggregate, report, publish.
+    # 7. Aggregate, report, publish.
     ordered = [progress.records[e] for e in planned_ids if e in progress.records]
     write_quota_intervals(run_dir, schedule)
     analysis = aggregate_cohorts(quoted(ordered), run_id, params.min_pairs, plan)

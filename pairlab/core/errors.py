@@ -31,6 +31,8 @@ class ReasonCode(StrEnum):
     INVALID_MIN_PAIRS = "invalid-min-pairs"
     INVALID_PLAN = "invalid-plan"
     PLAN_CHANGED = "plan-changed"
+    RESUME_CHANGED = "resume-changed"
+    RESUME_DROPS_EPISODES = "resume-drops-episodes"
     INSUFFICIENT_PILOT = "insufficient-pilot"
     UNKNOWN_TASK = "unknown-task"
     UNKNOWN_PROFILE = "unknown-profile"
