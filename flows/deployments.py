@@ -11,7 +11,7 @@ from typing import Any
 from flows import audit_savings, certify_clients, compare_artifact
 from flows.canary import trial as canary_trial
 from flows.evidence_eval import evidence_eval
-from flows.form_schema import Choices, drop_none, polish_schema
+from flows.form_schema import Choices, drop_none, polish_schema, with_form_defaults
 from flows.params import EvidenceEvalParams
 
 SMALL_EVAL = EvidenceEvalParams(
@@ -57,7 +57,7 @@ def for_people(deployment: Any, choices: Choices) -> Any:
     schema = deployment._parameter_openapi_schema
     polished = polish_schema(schema.model_dump(), choices)
     deployment._parameter_openapi_schema = type(schema).model_validate(polished)
-    deployment.parameters = drop_none(deployment.parameters)
+    deployment.parameters = with_form_defaults(polished, drop_none(deployment.parameters))
     return deployment
 
 

@@ -29,7 +29,7 @@ from flows.evidence.resume import resume_text, settle_params
 from flows.evidence.warm_harvest import harvest_graph
 from flows.evidence.window import run_window
 from flows.params import EvidenceEvalParams
-from flows.run_ui import name_flow_run
+from flows.run_ui import name_flow_run, show_refusal
 from pairlab.adapters.episode.io import load_eval_inputs, sim_account_dir
 from pairlab.adapters.episode.session import RunEnvironment, open_run_environment
 from pairlab.adapters.run.directory import RunDir
@@ -38,6 +38,7 @@ from pairlab.adapters.run.outputs import published_location, quota_provider
 from pairlab.adapters.run.study_plan import freeze_plan
 from pairlab.core.analysis.cohorts import resolve_gate
 from pairlab.core.analysis.study_plan import ResolvedPlan
+from pairlab.core.errors import InvalidInputError
 from pairlab.core.findings.warm_stratum import plan_warm_schedule
 from pairlab.core.frozen_settings import check_nothing_dropped
 from pairlab.core.report.run import QuotaIntervalSettings, RunSettings
@@ -135,13 +136,21 @@ def evidence_eval(params: EvidenceEvalParams) -> dict[str, Any]:
     """Run a paired, order-rotated 4-arm evaluation and publish its report."""
     run_id = params.run_id or new_run_id()
     name_flow_run(run_id)  # the UI's run name is pairlab's run id
+    try:
+        return _evaluate(params, run_id)
+    except InvalidInputError as exc:  # what only the flow can check: said on screen too
+        show_refusal(run_id, exc)
+        raise
+
+
+def _evaluate(params: EvidenceEvalParams, run_id: str) -> dict[str, Any]:
     run_dir = RunDir(Path(params.work_dir), run_id)
     # 1. A resume goes on with the run's frozen settings (a request that would change
     #    what the run measures is refused, resume-changed; flows/evidence/resume.py).
     params, resumed = settle_params(params, run_dir)
     # 2. Plan: the suite's tasks (the warm harvest task runs once, before the strata).
     suite, profile = load_eval_inputs(params.suite, params.profile)
-    task_ids = [t.id for t in suite.tasks if not params.task_filter or t.id in params.task_filter]
+    task_ids = suite.select(params.task_filter)  # a task of another suite: refused
     if params.warm is not None:
         task_ids = [t for t in task_ids if t != params.warm.harvest_task]
     schedule = plan_task(params, run_id, task_ids)

@@ -13,7 +13,15 @@ such as "Lease S" and accepts any text as a suite, profile or task id. Here:
   None/object switch so they can stay off;
 * every field that is not nullable is required (the deployment's parameters fill
   them in, so a run only needs changes);
-* duration titles carry their unit: ``Lease S`` → ``Lease (seconds)``.
+* duration titles carry their unit: ``Lease S`` → ``Lease (seconds)``;
+* bounds are refused where they are typed: the v1 UI copies only some keywords of a
+  property into the schema it validates with (``minimum``, ``maximum``, ``minLength``,
+  ``contains``... are dropped; ``allOf`` is passed as it is), so each bound moves into
+  ``allOf`` and the form shows "-1 is less than the minimum of 1" beside the field
+  instead of a Submit that silently does nothing;
+* a tri-state assertion (``form_choices``: unknown / no / yes) is a drop-down of those
+  words, defaulting to the first (the flow reads them as None / False / True), never a
+  toggle whose untouched state asserts "no".
 
 The flows still validate with their pydantic models; the schema only guides the form.
 """
@@ -25,6 +33,19 @@ from dataclasses import dataclass, field
 from typing import Any, Final
 
 UNIT_SUFFIXES: Final = {"_s": "seconds", "_ms": "milliseconds"}
+# keywords the v1 UI drops from a property (its schema mapping keeps only a few)
+BOUND_KEYWORDS: Final = (
+    "minimum",
+    "maximum",
+    "exclusiveMinimum",
+    "exclusiveMaximum",
+    "minLength",
+    "maxLength",
+    "pattern",
+    "contains",
+)
+FORM_CHOICES: Final = "form_choices"
+TRI_STATE: Final[dict[bool | None, str]] = {None: "unknown", False: "no", True: "yes"}
 
 
 @dataclass(frozen=True)
@@ -65,6 +86,38 @@ def _unit_title(name: str, prop: dict[str, Any]) -> None:
             prop["title"] = f"{words} ({unit})"
 
 
+def _bounds_in_all_of(prop: dict[str, Any]) -> None:
+    bounds = {k: prop.pop(k) for k in BOUND_KEYWORDS if k in prop}
+    if bounds:
+        prop["allOf"] = [*prop.get("allOf", []), bounds]
+
+
+def _form_choices(prop: dict[str, Any]) -> None:
+    words = prop.pop(FORM_CHOICES, None)
+    if words:
+        for key in ("type", "anyOf", "default"):
+            prop.pop(key, None)
+        prop.update({"type": "string", "enum": list(words), "default": words[0]})
+
+
+def with_form_defaults(schema: dict[str, Any], parameters: dict[str, Any]) -> dict[str, Any]:
+    """Deployment parameters whose tri-state fields are words: a left-out (None) value is
+    ``unknown``, False ``no``, True ``yes``, so the form shows the choice selected."""
+    out = dict(parameters)
+    for name, prop in schema.get("properties", {}).items():
+        ref = str(prop.get("$ref", ""))
+        definition = schema.get("definitions", {}).get(ref.rsplit("/", 1)[-1])
+        if definition is None or not isinstance(out.get(name, {}), dict):
+            continue
+        given = dict(out.get(name, {}))
+        for key, sub in definition.get("properties", {}).items():
+            if sub.get("enum") == list(TRI_STATE.values()):
+                value = given.get(key)
+                given[key] = TRI_STATE.get(value, value) if not isinstance(value, str) else value
+        out[name] = given
+    return out
+
+
 def _enum(prop: dict[str, Any], values: Sequence[str]) -> None:
     if not values:
         return
@@ -78,8 +131,12 @@ def polish_definition(name: str, definition: dict[str, Any], choices: Choices) -
     props: dict[str, dict[str, Any]] = definition.get("properties", {})
     required = list(definition.get("required", []))
     for prop_name, prop in props.items():
+        _form_choices(prop)
         nullable = _drop_null(prop)
         _unit_title(prop_name, prop)
+        _bounds_in_all_of(prop)
+        if isinstance(prop.get("items"), dict):
+            _bounds_in_all_of(prop["items"])
         if prop_name == "suite":
             _enum(prop, choices.suites)
         elif prop_name == "profile":

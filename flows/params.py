@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Annotated, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, field_validator, model_validator
 
 from flows.dispatch_params import DispatchParams
 from pairlab.core.emulator.run_settings import EmulatorSettings
@@ -15,6 +15,32 @@ Arm = Literal["baseline", "optimizer", "retrieval", "full"]
 def _empty_is_unset(value: object) -> object:
     """A text field the form sent empty means "not set" (the field's None default)."""
     return None if isinstance(value, str) and not value.strip() else value
+
+
+def _assertion(value: object) -> object:
+    """The concurrent-use assertion: ``unknown``/``no``/``yes`` (the form's choices) or
+    None/False/True (API callers, the command line) -> None/False/True."""
+    choices: dict[str, bool | None] = {"unknown": None, "no": False, "yes": True}
+    if isinstance(value, str) and value.strip().lower() in choices:
+        return choices[value.strip().lower()]
+    return value
+
+
+# Tri-state, never a toggle: untouched it is *unknown* (quota consumption stays null), never
+# an assertion that nothing else used the account. The form offers the three words.
+ConcurrentUse = Annotated[
+    bool | None,
+    BeforeValidator(_assertion),
+    Field(json_schema_extra={"form_choices": ["unknown", "no", "yes"]}),
+]
+STORE_DESCRIPTION = "Local directory or s3://bucket/prefix (required)"
+
+
+def _named_store(store: str) -> str:
+    """The store is required: an empty one would write into the serving process's cwd."""
+    if not store.strip():
+        raise ValueError("store is required: a local directory or s3://bucket/prefix")
+    return store.strip()
 
 
 def _all_arms() -> list[Arm]:
@@ -51,6 +77,7 @@ class EvidenceEvalParams(BaseModel):
         default_factory=_all_arms,
         min_length=2,
         description="Arms to run; baseline is required",
+        json_schema_extra={"contains": {"const": "baseline"}},
     )
     backend: Literal["local", "docker"] = Field("local", description="Where episodes run")
     include_transcript: bool = Field(
@@ -71,7 +98,7 @@ class EvidenceEvalParams(BaseModel):
         "default plan); frozen when the run starts",
     )
     seed: int = Field(0, ge=0, description="Recorded seed for the schedule and the simulator")
-    store: str = Field("pairlab-store", description="Local directory or s3://bucket/prefix")
+    store: str = Field("pairlab-store", min_length=1, description=STORE_DESCRIPTION)
     on_secret: Literal["redact", "refuse"] = Field(
         "redact", description="Secrets found before publishing"
     )
@@ -82,12 +109,12 @@ class EvidenceEvalParams(BaseModel):
         default_factory=DispatchParams,
         description="Scale-out: run pairs in this flow or on a work pool; per-account episode limit",
     )
-    unrelated_concurrent_use: bool | None = Field(
+    unrelated_concurrent_use: ConcurrentUse = Field(
         None,
         description=(
             "Operator assertion for a real account: did anything else use it during the run "
-            "(empty = unknown; quota consumption stays null unless false). Simulated accounts "
-            "are judged by their own charge log."
+            "(unknown: quota consumption stays null; only no lets it count). Simulated "
+            "accounts are judged by their own charge log."
         ),
     )
     quota_interval_episodes: int | None = Field(
@@ -129,6 +156,17 @@ class EvidenceEvalParams(BaseModel):
     _unset_if_empty = field_validator("model", "study_plan", "run_id", mode="before")(
         _empty_is_unset
     )
+
+    @field_validator("arms")
+    @classmethod
+    def _baseline_included(cls, arms: list[Arm]) -> list[Arm]:
+        if "baseline" not in arms:
+            raise ValueError("arms must include baseline (every contrast is against it)")
+        if len(set(arms)) != len(arms):
+            raise ValueError("arms must not repeat an arm")
+        return arms
+
+    _store_named = field_validator("store")(_named_store)
 
     @model_validator(mode="after")
     def _warm_in_process(self) -> EvidenceEvalParams:
@@ -245,9 +283,10 @@ class CanaryTrialParams(BaseModel):
             "quota observations are timed in epoch seconds)"
         ),
     )
-    unrelated_concurrent_use: bool | None = Field(
+    unrelated_concurrent_use: ConcurrentUse = Field(
         None,
-        description="Operator assertion: other use of the account during the trial (empty = unknown)",
+        description="Operator assertion: other use of the account during the trial (unknown "
+        "unless you know)",
     )
     approval_timeout_s: int = Field(3600, ge=1, description="How long to wait for approval")
     review_dimensions: list[str] = Field(
@@ -255,7 +294,7 @@ class CanaryTrialParams(BaseModel):
         min_length=1,
         description="Independent review dimensions (derived from the graders)",
     )
-    store: str = Field("pairlab-store", description="Local directory or s3://bucket/prefix")
+    store: str = Field("pairlab-store", min_length=1, description=STORE_DESCRIPTION)
     on_secret: Literal["redact", "refuse"] = Field(
         "redact", description="Secrets found before publishing"
     )
@@ -266,6 +305,7 @@ class CanaryTrialParams(BaseModel):
     )
 
     _unset_if_empty = field_validator("model", "effort", "run_id", mode="before")(_empty_is_unset)
+    _store_named = field_validator("store")(_named_store)
 
 
 class CompareArtifactParams(BaseModel):

@@ -12,6 +12,7 @@ import logging
 from collections.abc import Sequence
 from uuid import UUID
 
+from pairlab.core.errors import PairlabError
 from pairlab.core.schedule import PlannedEpisode
 from pairlab.core.schemas.episode import EpisodeRecord
 
@@ -31,6 +32,22 @@ def name_flow_run(name: str) -> None:
             client.update_flow_run(UUID(run_id), name=name)
     except Exception as exc:
         _log.warning("could not rename flow run %s to %s: %s", run_id, name, exc)
+
+
+def show_refusal(run_id: str, exc: PairlabError) -> None:
+    """A run refused before its first episode, said where the operator looks: one ERROR line
+    in the Logs tab and a ``refused-<run>`` artifact (the reason code and what to change)."""
+    from prefect import get_run_logger
+    from prefect.artifacts import create_markdown_artifact
+
+    line = f"run {run_id} refused [{exc.reason}]: {exc.message}"
+    get_run_logger().error(line)
+    key = "refused-" + "".join(c if c.isalnum() else "-" for c in run_id.lower())[:60]
+    create_markdown_artifact(
+        markdown=f"**Refused** — run {run_id} (`{exc.reason}`)\n\n{exc.message}\n",
+        key=key,
+        description=line[:500],
+    )
 
 
 def pair_text(pair: Sequence[PlannedEpisode]) -> str:

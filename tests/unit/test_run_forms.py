@@ -169,3 +169,81 @@ def test_approval_description_carries_the_budget() -> None:
     manifest = freeze_manifest.fn(params, "t", suite, canary_profile(profile), schedule)
     text = approval_description(manifest)
     assert "16 episodes" in text and "106.7%" in text and "WARNING" in text
+
+
+# What the v1 UI keeps of a property when it asks the server to validate the form
+# (its SchemaProperty mapping); every other keyword is dropped before validation.
+UI_KEPT = {
+    "position", "block_type_slug", "$ref", "anyOf", "allOf", "example", "default", "const",
+    "description", "enum", "format", "items", "prefixItems", "properties", "required", "title",
+    "type", "maxItems", "minItems",
+}  # fmt: skip
+
+
+def _as_the_ui_sends(node: Any) -> Any:
+    if isinstance(node, dict):
+        kept = {k: v for k, v in node.items() if k in UI_KEPT}
+        for key in ("items", "properties"):
+            if isinstance(kept.get(key), dict):
+                kept[key] = (
+                    {k: _as_the_ui_sends(v) for k, v in kept[key].items()}
+                    if key == "properties"
+                    else _as_the_ui_sends(kept[key])
+                )
+        return kept
+    return node
+
+
+def _ui_errors(schema: dict[str, Any], values: dict[str, Any]) -> list[str]:
+    """Prefect's own validation of the form, on the schema as the v1 UI sends it."""
+    from prefect.utilities.schema_tools.validation import build_error_obj, validate
+
+    sent = {
+        **schema,
+        "properties": {k: _as_the_ui_sends(v) for k, v in schema["properties"].items()},
+        "definitions": {k: _as_the_ui_sends(v) for k, v in schema["definitions"].items()},
+    }
+    errors = build_error_obj(validate(values, sent, raise_on_error=False))
+    return [str(e) for e in _walk(errors) for e in e.get("errors", []) if isinstance(e, str)]
+
+
+@pytest.mark.parametrize(
+    ("change", "message"),
+    [
+        ({"repetitions": -1}, "-1 is less than the minimum of 1"),
+        ({"concurrency": 0}, "0 is less than the minimum of 1"),
+        ({"holdout_share": 2}, "2 is greater than the maximum of 1"),
+        ({"arms": ["optimizer", "full"]}, "does not contain items matching"),
+        ({"store": ""}, "'' should be non-empty"),
+    ],
+)
+def test_impossible_values_are_refused_beside_the_field_by_the_forms_own_check(
+    deployments: list[Any], schemas: dict[str, dict[str, Any]], change: dict[str, Any], message: str
+) -> None:
+    schema = schemas["evidence-eval"]
+    good = {"params": dict(deployments[0].parameters["params"])}
+    assert _ui_errors(schema, good) == []
+    bad = {"params": {**good["params"], **change}}
+    errors = _ui_errors(schema, bad)
+    assert any(message in e for e in errors), errors
+    # and the flow's own model refuses it too (API callers, the command line)
+    with pytest.raises(ValueError):
+        EvidenceEvalParams.model_validate(bad["params"])
+
+
+def test_concurrent_use_is_tri_state_and_unknown_when_untouched(
+    deployments: list[Any], schemas: dict[str, dict[str, Any]]
+) -> None:
+    prop = schemas["evidence-eval"]["definitions"]["EvidenceEvalParams"]["properties"][
+        "unrelated_concurrent_use"
+    ]
+    assert prop["enum"] == ["unknown", "no", "yes"] and prop["type"] == "string"
+    by_name = {d.name: d.parameters["params"] for d in deployments}
+    assert by_name["evidence-eval"]["unrelated_concurrent_use"] == "unknown"
+    # the simulator canary's fresh account: the deployment asserts no other use
+    assert by_name["canary-trial"]["unrelated_concurrent_use"] == "no"
+    words = {"unknown": None, "no": False, "yes": True}
+    for word, value in words.items():
+        assert EvidenceEvalParams(unrelated_concurrent_use=word).unrelated_concurrent_use is value
+        assert CanaryTrialParams(unrelated_concurrent_use=word).unrelated_concurrent_use is value
+    assert EvidenceEvalParams().unrelated_concurrent_use is None

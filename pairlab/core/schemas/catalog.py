@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Annotated, Literal
 
@@ -122,6 +123,20 @@ class LoadedSuite(StrictModel):
 
     def solution_path(self, task: TaskEntry) -> Path:
         return Path(self.catalog_dir) / "solutions" / task.solution
+
+    def select(self, task_ids: Sequence[str]) -> list[str]:
+        """The suite's task ids in suite order: every one (none named), or the named ones,
+        each of which must be the suite's (one line naming the strangers and the suite's
+        tasks, ``unknown-task``)."""
+        known = [t.id for t in self.tasks]
+        strangers = [t for t in task_ids if t not in known]
+        if strangers:
+            raise InvalidInputError(
+                f"task(s) {', '.join(strangers)} not in suite '{self.suite.id}' "
+                f"(its tasks: {', '.join(known)})",
+                reason=ReasonCode.UNKNOWN_TASK,
+            )
+        return [t for t in known if not task_ids or t in task_ids]
 
     def task(self, task_id: str) -> TaskEntry:
         for t in self.tasks:
