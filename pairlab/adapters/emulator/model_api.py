@@ -1,5 +1,5 @@
 """The model endpoints: Anthropic ``/v1/messages`` (+ ``count_tokens``) and OpenAI
-``/v1/responses``, for one registered episode.
+``/v1/responses`` (+ ``input_tokens``), for one registered episode.
 
 For each model request, one pipeline for both providers (their differences are in
 ``providers``): parse and validate (a malformed one gets the provider's 400 shape),
@@ -24,12 +24,7 @@ from typing import Any, Literal
 from pairlab.adapters.emulator.episodes import Account, Episode, LedgerWriter
 from pairlab.adapters.emulator.providers import PROVIDERS, Provider, ProviderApi, Wire
 from pairlab.adapters.emulator.reply import Refusal, Reply, json_reply, sse_frame
-from pairlab.core.emulator.prompt_blocks import (
-    MalformedRequest,
-    PromptLayout,
-    anthropic_layout,
-    canonical_text,
-)
+from pairlab.core.emulator.prompt_blocks import MalformedRequest, PromptLayout, canonical_text
 from pairlab.core.emulator.quota_model import QuotaSnapshot
 from pairlab.core.emulator.request_ledger import Fault, RequestRow, TurnInfo
 from pairlab.core.emulator.scripted_model import ModelTurn, next_turn
@@ -328,11 +323,17 @@ class ModelApi:
         request, never billed) and the provider's error answer with its request id."""
         return self._refuse(self._start(episode, account, req, provider, model=False), refusal)
 
-    def anthropic_count_tokens(self, episode: Episode, account: Account, req: Incoming) -> Reply:
-        call = self._start(episode, account, req, "anthropic", model=False)
-        read = self._read(
-            call, req, lambda body: anthropic_layout({"max_tokens": 1, **body}, self.count)
-        )
+    def count_input_tokens(
+        self, provider: Provider, episode: Episode, account: Account, req: Incoming
+    ) -> Reply:
+        """Anthropic ``/v1/messages/count_tokens`` (``{"input_tokens"}``) or OpenAI
+        ``/v1/responses/input_tokens`` (``{"object": "response.input_tokens",
+        "input_tokens"}``): the total of the prompt blocks the same request would be cut
+        into (no ``max_tokens`` / ``model`` needed). Logged, never billed."""
+        call = self._start(episode, account, req, provider, model=False)
+        api = PROVIDERS[provider]
+        needed = {"max_tokens": 1} if provider == "anthropic" else {"model": "input-tokens"}
+        read = self._read(call, req, lambda body: api.layout({**needed, **body}, self.count))
         if isinstance(read, Reply):
             return read
         body, layout = read
@@ -343,9 +344,11 @@ class ModelApi:
             model=body.get("model"),
             input_tokens_total=layout.total_tokens,
         )
-        return json_reply(
-            200, {"input_tokens": layout.total_tokens}, {"request-id": call.row.request_id}
-        )
+        answer: dict[str, Any] = {"input_tokens": layout.total_tokens}
+        if provider == "openai":
+            answer = {"object": "response.input_tokens", **answer}
+        header = "request-id" if provider == "anthropic" else "x-request-id"
+        return json_reply(200, answer, {header: call.row.request_id})
 
 
 __all__ = ["Incoming", "ModelApi", "auth_kind"]

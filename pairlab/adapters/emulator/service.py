@@ -9,6 +9,7 @@ episode: ``ANTHROPIC_BASE_URL=http://H:P/e/<token>``, Codex
 | POST | ``/e/<t>/v1/messages`` | Anthropic Messages (SSE or JSON) |
 | POST | ``/e/<t>/v1/messages/count_tokens`` | Anthropic token count |
 | POST | ``/e/<t>/v1/responses`` | OpenAI Responses (SSE or JSON) |
+| POST | ``/e/<t>/v1/responses/input_tokens`` | OpenAI input token count |
 | GET | ``/e/<t>/api/oauth/usage``, ``/a/<account>/api/oauth/usage`` | Claude OAuth usage (quota) |
 | GET | ``/e/<t>/backend-api/wham/usage``, ``/a/<account>/backend-api/wham/usage`` | Codex usage (quota) |
 | POST | ``/admin/episodes`` | register an episode (JSON :class:`EpisodeRegistration`, optional ``token``) |
@@ -229,7 +230,9 @@ class EmulatorService:
         if req.method == "POST" and rest == ["v1", "messages"]:
             return self.api.anthropic_messages(episode, account, req)
         if req.method == "POST" and rest == ["v1", "messages", "count_tokens"]:
-            return self.api.anthropic_count_tokens(episode, account, req)
+            return self.api.count_input_tokens("anthropic", episode, account, req)
+        if req.method == "POST" and rest == ["v1", "responses", "input_tokens"]:
+            return self.api.count_input_tokens("openai", episode, account, req)
         if req.method == "POST" and rest == ["v1", "responses"]:
             return self.api.openai_responses(episode, account, req)
         usage = self._usage(req, account, rest)
