@@ -270,6 +270,8 @@ def test_every_answer_carries_a_request_id(tmp_path: Path) -> None:
     claude_usage = _ask(service, "GET", f"/e/{token}/api/oauth/usage", {})
     codex_usage = _ask(service, "GET", "/a/default/backend-api/wham/usage", {})
     assert claude_usage.headers["request-id"] and codex_usage.headers["x-request-id"]
+    head = _ask(service, "HEAD", f"/e/{token}", ANTHROPIC_SDK)
+    assert head.status == 200 and head.headers["request-id"]
 
 
 def test_the_version_probe_leaves_the_users_home_untouched(tmp_path: Path) -> None:

@@ -222,7 +222,7 @@ class EmulatorService:
                 raise
             return _ending(reply, episode)
         if req.method == "HEAD":
-            return Reply(status=200, body=b"")
+            return self._head(req)
         return self._not_found(req, None)
 
     def _episode_route(self, req: Incoming, episode: Episode, rest: list[str]) -> Reply:
@@ -239,7 +239,7 @@ class EmulatorService:
         if usage is not None:
             return usage
         if req.method == "HEAD":
-            return Reply(status=200, body=b"")
+            return self._head(req)
         return self._not_found(req, episode)
 
     def _usage(self, req: Incoming, account: Account, rest: list[str]) -> Reply | None:
@@ -276,6 +276,11 @@ class EmulatorService:
         }
         self._writer.append(self.ledger_dir / UNROUTED_LEDGER, row)
         return PROVIDERS[provider].wire.error_reply(refusal, request_id)
+
+    def _head(self, req: Incoming) -> Reply:
+        """A connectivity check (``HEAD`` of a base URL): 200, with a request id."""
+        header = "x-request-id" if provider_of(req.path, req.headers) == "openai" else "request-id"
+        return Reply(status=200, headers={header: self._request_id()}, body=b"")
 
     def _request_id(self) -> str:
         """A request id for an answer outside any episode's ledger (stable per process)."""
