@@ -231,3 +231,48 @@ def test_a_run_from_before_run_json_is_re_rendered_from_its_report_meta(tmp_path
     assert payload["headline"]["groups"]
     verdicts = [v for c in payload["subscription"]["cohorts"] for v in c["verdicts"]]
     assert verdicts and all(v["reasons"] == {"missing-quota-telemetry": 1} for v in verdicts)
+
+
+def test_report_html_at_many_cohorts_draws_the_notable_ones_and_links_the_full_tables() -> None:
+    """Issue 28: beyond FULL_COHORTS cohorts, report.html draws FULL_COHORTS of them -
+    every regression first (here the last ten cohorts), then wins, then the rest - lists
+    every cohort in one line and links the complete tables beside it; the answer still
+    counts every cohort."""
+    from pairlab.core.analysis.cohorts import analyse_cohorts
+    from pairlab.core.report.headline import build_headline
+    from pairlab.core.report.html import FULL_COHORTS, render_report_html
+    from pairlab.core.report.markdown import build_report_json
+    from pairlab.core.report.words import decision_tone
+    from tests.unit.test_cohorts import cohort_records
+
+    assert FULL_COHORTS == 100
+    savings = [100] * 110 + [0] * 10 + [-100] * 10  # wins, nothing, regressions (last)
+    records = [
+        r
+        for i, saving in enumerate(savings)
+        for r in cohort_records(6, saving=saving, taskId=f"t{i:03d}")
+    ]
+    analysis = analyse_cohorts(records, run_id="run-a", min_pairs=5, n_resamples=500).to_json()
+    tones = {
+        c["key"]["taskId"]: {decision_tone(e) for e in c["effects"]} for c in analysis["cohorts"]
+    }
+    assert "regression" in tones["t125"] and "win" in tones["t005"]  # the planted shapes
+    assert not tones["t115"] & {"win", "regression"}
+    headline = build_headline(analysis, None)
+    html = render_report_html(build_report_json({"run_id": "run-a"}, analysis, None, headline))
+
+    assert f"130 cohorts: the charts and tables below draw {FULL_COHORTS} of them" in html
+    parser = _Tags()
+    parser.feed(html)
+    hrefs = [value for name, value in parser.attrs if name == "href"]
+    assert hrefs == ["report.md", "effects.parquet"]  # the run's own files, nothing fetched
+    drawn = html[html.index('<section id="cohorts">') : html.index('<section id="every-cohort">')]
+    shown = {f"t{i:03d}" for i in range(130) if f"<summary>t{i:03d} " in drawn}
+    regressions = {f"t{i:03d}" for i in range(120, 130)}
+    wins = [f"t{i:03d}" for i in range(110)]
+    assert len(shown) == FULL_COHORTS and regressions <= shown
+    assert shown - regressions == set(wins[: FULL_COHORTS - len(regressions)])
+    every = html[html.index('<section id="every-cohort">') :]
+    assert all(f"<tr><td>t{i:03d} " in every for i in range(130))
+    counted = headline["groups"][0]["cohorts"]
+    assert counted == 130 and f"— {counted} task cohorts</h3>" in html

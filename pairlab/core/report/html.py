@@ -8,6 +8,16 @@ counts per client/version/model and contrast), per-metric forest plots (the
 primary metric first; cohorts that never observed a metric collapse into one
 line), subscription quota per arm and window with the verdicts, correctness per
 arm with Wilson intervals, join coverage, the per-cohort tables, the method.
+
+Many cohorts (issue 28: 10,000 cohorts made an ~80 MB page). Up to
+:data:`FULL_COHORTS` cohorts, every cohort is drawn in every section. Beyond it the
+answer still counts every cohort, but the per-cohort charts and tables draw
+:data:`FULL_COHORTS` of them - every cohort with a regression first, then those with a
+win, then the rest, each in the analysis's order - and a one-line table lists every
+cohort (pairs, status, its effects' wins and regressions). Each section says how many it
+shows, and the page links the complete per-cohort tables beside it (``report.md``) and
+every effect (``effects.parquet``): relative links to the run's own files, nothing
+fetched.
 """
 
 from __future__ import annotations
@@ -25,11 +35,15 @@ from pairlab.core.report.svg import Row, interval_chart
 from pairlab.core.report.words import (
     QUESTION_TITLES,
     cohort_title,
+    decision_tone,
     group_title,
     number,
     reason_text,
     summary_sentence,
 )
+
+FULL_COHORTS: Final = 100  # beyond this, per-cohort sections draw the notable cohorts
+FULL_TABLES: Final = ("report.md", "effects.parquet")  # beside report.html in a run
 
 STYLE: Final = """
 body{font:14px/1.45 system-ui,-apple-system,"Segoe UI",Roboto,sans-serif;color:#1f2328;
@@ -254,6 +268,54 @@ def _cohorts_section(
     return out
 
 
+def _cohort_tones(cohort: Mapping[str, Any]) -> tuple[int, int]:
+    """(wins, regressions) among a cohort's effects."""
+    tones = [decision_tone(e) for e in cohort.get("effects", [])]
+    return tones.count("win"), tones.count("regression")
+
+
+def shown_cohorts(cohorts: Sequence[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
+    """The cohorts drawn in full: all up to :data:`FULL_COHORTS`; beyond, regressions first,
+    then wins, then the rest (each in the analysis's order), :data:`FULL_COHORTS` in all."""
+    if len(cohorts) <= FULL_COHORTS:
+        return list(cohorts)
+    tones = [_cohort_tones(c) for c in cohorts]
+    order = sorted(range(len(cohorts)), key=lambda i: (tones[i][1] == 0, tones[i][0] == 0, i))
+    return [cohorts[i] for i in sorted(order[:FULL_COHORTS])]
+
+
+def _summarised_note(shown: int, total: int) -> str:
+    links = " and ".join(f'<a href="{name}">{name}</a>' for name in FULL_TABLES)
+    return (
+        f'<p class="warn">{total} cohorts: the charts and tables below draw {shown} of them '
+        "(every cohort with a regression, then those with a win, then the rest); every "
+        f"cohort is counted in the answer, listed in one line each below, and in full in "
+        f"{links} beside this page.</p>"
+    )
+
+
+def _every_cohort_section(cohorts: Sequence[Mapping[str, Any]]) -> list[str]:
+    """One line per cohort: its pairs, status and its effects' wins and regressions."""
+    out = [
+        '<section id="every-cohort"><h2>Every cohort</h2><details><summary>'
+        f"{len(cohorts)} cohorts, one line each</summary><table><tr><th>cohort</th>"
+        "<th>client</th><th>model</th><th>pairs</th><th>status</th><th>wins</th>"
+        "<th>regressions</th></tr>"
+    ]
+    for cohort in cohorts:
+        key = cohort.get("key", {})
+        wins, regressions = _cohort_tones(cohort)
+        client = f"{key.get('client')} {key.get('clientVersion')}"
+        out.append(
+            f"<tr><td>{escape(cohort_title(key))}</td><td>{escape(client)}</td>"
+            f"<td>{escape(str(key.get('model')))}</td><td class=num>{cohort.get('pairs')}</td>"
+            f"<td>{escape(str(cohort.get('status')))}</td><td class=num>{wins}</td>"
+            f"<td class=num>{regressions}</td></tr>"
+        )
+    out.append("</table></details></section>")
+    return out
+
+
 def render_report_html(report: Mapping[str, Any]) -> str:
     """``report.html`` from the report JSON (``report.json``'s content)."""
     meta = report.get("meta", {})
@@ -262,6 +324,10 @@ def render_report_html(report: Mapping[str, Any]) -> str:
     headline = report.get("headline", {})
     plan = analysis.get("plan", {})
     title = f"pairlab evidence report — run {meta.get('run_id')}"
+    every = analysis.get("cohorts", [])
+    shown = shown_cohorts(every)
+    drawn = analysis if len(shown) == len(every) else {**analysis, "cohorts": shown}
+    summarised = [] if drawn is analysis else [_summarised_note(len(shown), len(every))]
     facts = (
         f"suite {meta.get('suite')} · profile {meta.get('profile')} · backend "
         f"{meta.get('backend')} · arms {', '.join(meta.get('arms', []))} · "
@@ -278,12 +344,14 @@ def render_report_html(report: Mapping[str, Any]) -> str:
         f"<h1>{escape(title)}</h1>",
         f'<p class="meta">{escape(facts)}</p>',
         *_answer(headline),
-        *forest_section(analysis),
+        *summarised,
+        *forest_section(drawn),
         *quota_section(subscription),
-        *_correctness_section(analysis),
-        *more_section(analysis),
-        *_coverage_section(analysis),
-        *_cohorts_section(analysis, subscription),
+        *_correctness_section(drawn),
+        *more_section(drawn),
+        *_coverage_section(drawn),
+        *_cohorts_section(drawn, subscription),
+        *([] if drawn is analysis else _every_cohort_section(every)),
         '<section id="method"><h2>Method</h2>',
     ]
     if "decisionRule" in analysis:
@@ -293,4 +361,4 @@ def render_report_html(report: Mapping[str, Any]) -> str:
     return "\n".join(parts)
 
 
-__all__ = ["render_report_html"]
+__all__ = ["FULL_COHORTS", "render_report_html", "shown_cohorts"]

@@ -40,16 +40,20 @@ def _effect_rows(
 ) -> tuple[list[Row], list[str]]:
     rows, unseen = [], []
     places = digits(metric)
+    # per cohort, its effects of this metric by contrast (the first of each, as listed)
+    indexed = []
+    for cohort in cohorts:
+        by_contrast: dict[tuple[str, str], Mapping[str, Any]] = {}
+        for e in cohort.get("effects", []):
+            if e["metric"] == metric:
+                by_contrast.setdefault((e["treatment"], e["control"]), e)
+        indexed.append(by_contrast)
     for t, c in contrasts:
-        for cohort in cohorts:
-            found = [
-                e
-                for e in cohort.get("effects", [])
-                if (e["treatment"], e["control"], e["metric"]) == (t, c, metric)
-            ]
-            if not found:
+        for cohort, by_contrast in zip(cohorts, indexed, strict=True):
+            found = by_contrast.get((t, c))
+            if found is None:
                 continue
-            e = found[0]
+            e = found
             title = cohort_title(cohort.get("key", {}))
             if not e.get("n"):
                 if title not in unseen:
