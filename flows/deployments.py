@@ -20,8 +20,10 @@ SMALL_EVAL = EvidenceEvalParams(
 
 
 def form_choices() -> Choices:
-    """The suites, runner profiles and task ids the forms offer (read at deploy time)."""
+    """The suites, runner profiles, interventions and task ids the forms offer (read at
+    deploy time)."""
     from pairlab.adapters.clients.registry import REAL_CLIS
+    from pairlab.adapters.interventions import shipped_intervention_ids
     from pairlab.adapters.paths import catalog_dir
     from pairlab.adapters.profiles import scan_profiles
     from pairlab.core.schemas.catalog import load_suite
@@ -37,6 +39,7 @@ def form_choices() -> Choices:
         suites=suites,
         profiles=[p.name for p in loaded],
         tasks=sorted(tasks),
+        interventions=shipped_intervention_ids(),
         # canary arms differ by a simulator revision (no emulator endpoint), and loom's
         # artifact names a real CLI's usage only (claude or codex)
         profiles_by_model={

@@ -41,6 +41,7 @@ from pairlab.core.analysis.study_plan import ResolvedPlan
 from pairlab.core.errors import InvalidInputError
 from pairlab.core.findings.warm_stratum import plan_warm_schedule
 from pairlab.core.frozen_settings import check_nothing_dropped
+from pairlab.core.intervention_wiring import require_arms
 from pairlab.core.report.run import QuotaIntervalSettings, RunSettings
 from pairlab.core.schedule import PlannedEpisode, Schedule, plan_schedule
 from pairlab.core.schemas.episode import EpisodeRecord
@@ -104,6 +105,7 @@ def run_settings(
         include_transcript=params.include_transcript,
         gate=gate,
         quota_provider=quota_provider(profile),
+        intervention=profile.intervention,
         quota_intervals=None
         if quota is None
         else QuotaIntervalSettings(
@@ -149,7 +151,8 @@ def _evaluate(params: EvidenceEvalParams, run_id: str) -> dict[str, Any]:
     #    what the run measures is refused, resume-changed; flows/evidence/resume.py).
     params, resumed = settle_params(params, run_dir)
     # 2. Plan: the suite's tasks (the warm harvest task runs once, before the strata).
-    suite, profile = load_eval_inputs(params.suite, params.profile)
+    suite, profile = load_eval_inputs(params.suite, params.profile, params.intervention)
+    require_arms(profile, params.arms)
     task_ids = suite.select(params.task_filter)  # a task of another suite: refused
     if params.warm is not None:
         task_ids = [t for t in task_ids if t != params.warm.harvest_task]

@@ -5,8 +5,8 @@ Straight from pydantic it reads every field as "(Optional)", offers a type
 switch with ``Property is type "None"`` for every nullable field, has titles
 such as "Lease S" and accepts any text as a suite, profile or task id. Here:
 
-* choices: ``suite``, ``profile`` and ``task_filter`` become enums of what the
-  catalog and runner_profiles/ hold when `pairlab serve` starts;
+* choices: ``suite``, ``profile``, ``intervention`` and ``task_filter`` become enums of
+  what the catalog, runner_profiles/ and interventions/ hold when `pairlab serve` starts;
 * nullable fields lose their ``null`` branch (an empty field is simply not sent,
   and the flow's default applies), and ``None`` defaults leave the parameters —
   except optional sections (a nested model or None), which keep the form's
@@ -55,6 +55,7 @@ class Choices:
     suites: Sequence[str] = ()
     profiles: Sequence[str] = ()
     tasks: Sequence[str] = ()
+    interventions: Sequence[str] = ()  # the shipped manifests' ids (interventions/)
     # per flow: a narrower profile list (e.g. the canary runs simulator profiles only)
     profiles_by_model: Mapping[str, Sequence[str]] = field(default_factory=dict)
 
@@ -141,6 +142,8 @@ def polish_definition(name: str, definition: dict[str, Any], choices: Choices) -
             _enum(prop, choices.suites)
         elif prop_name == "profile":
             _enum(prop, choices.profiles_by_model.get(name, choices.profiles))
+        elif prop_name == "intervention":
+            _enum(prop, choices.interventions)
         elif prop_name in ("task_filter", "harvest_task"):
             _enum(prop, choices.tasks)
         if not nullable and prop_name not in required:

@@ -67,6 +67,12 @@ class EvidenceEvalParams(BaseModel):
         default_factory=list, description="Only these task ids (empty = every task of the suite)"
     )
     profile: str = Field("sim", description="Runner profile under runner_profiles/")
+    intervention: str = Field(
+        "reference",
+        min_length=1,
+        description="What the treated arms run: an id under interventions/ or a manifest's "
+        "path (docs/interventions.md)",
+    )
     model: str | None = Field(
         None, description="Model id passed to the CLI (profile default if empty)"
     )

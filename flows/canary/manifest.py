@@ -72,7 +72,9 @@ def canary_profile(profile: RunnerProfile) -> RunnerProfile:
     if "candidate" not in arm_args and "baseline" in arm_args:
         arm_args["candidate"] = list(arm_args["baseline"])
     treatment = profile.treatment.model_copy(update={"home_seed": None, "env": {}})
-    return profile.model_copy(update={"arm_args": arm_args, "treatment": treatment})
+    # the trial compares revisions of its own intervention, not the profile's
+    update = {"arm_args": arm_args, "treatment": treatment, "intervention": None}
+    return profile.model_copy(update=update)
 
 
 def new_trial_id() -> str:

@@ -61,12 +61,15 @@ def profile_paths(directory: Path | None = None) -> list[Path]:
     return sorted(p for p in base.glob("*.yaml") if p.is_file())
 
 
-def scan_profiles(directory: Path | None = None) -> list[ProfileFile]:
-    """Every profile file, each loaded or with its refusal (for ``certify``)."""
+def scan_profiles(
+    directory: Path | None = None, intervention: LoadedIntervention | None = None
+) -> list[ProfileFile]:
+    """Every profile file, each loaded (``intervention`` wired) or with its refusal (for
+    ``certify``)."""
     found = []
     for path in profile_paths(directory):
         try:
-            found.append(ProfileFile(path.stem, path, load_profile_file(path), None))
+            found.append(ProfileFile(path.stem, path, load_profile_file(path, intervention), None))
         except PairlabError as exc:
             found.append(ProfileFile(path.stem, path, None, exc))
     return found

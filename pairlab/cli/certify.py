@@ -30,11 +30,22 @@ def register(app: typer.Typer) -> None:
                 "--profiles-dir", help="runner profiles directory (default runner_profiles/)"
             ),
         ] = None,
+        intervention: Annotated[
+            str,
+            typer.Option(
+                "--intervention",
+                help="what the treated arms run: an id under interventions/ or a manifest's path",
+            ),
+        ] = "reference",
     ) -> None:
         """Validate runner profiles, record CLI versions, and run the isolation probe."""
         from pairlab.adapters.certify.sim import certify_profiles
+        from pairlab.adapters.interventions import load_intervention
 
-        report = certify_profiles(backend_name=backend, only=profile, directory=profiles_dir)
+        wired = load_intervention(intervention)  # a refused manifest: exit 2, nothing runs
+        report = certify_profiles(
+            backend_name=backend, only=profile, directory=profiles_dir, intervention=wired
+        )
         if json_out:
             emit_json(report.to_json())
         else:

@@ -7,12 +7,15 @@ from typing import Annotated
 
 import typer
 
+from pairlab.adapters.interventions import load_intervention
 from pairlab.adapters.paths import catalog_dir
 from pairlab.cli.output import emit_json
 from pairlab.core.errors import InvalidInputError, ReasonCode
+from pairlab.core.intervention_wiring import require_supported_arms
 from pairlab.core.schedule import QuotaIntervalPlan, Schedule, generate_run_id, plan_schedule
 from pairlab.core.schemas.catalog import load_suite
 from pairlab.core.schemas.episode import ARMS
+from pairlab.core.schemas.intervention_manifest import InterventionIdentity
 
 
 def parse_arms(value: str) -> list[str]:
@@ -40,7 +43,9 @@ def quota_interval_plan(episodes: int | None, interval_s: float) -> QuotaInterva
     return QuotaIntervalPlan(episodes_per_interval=episodes, interval_s=interval_s)
 
 
-def print_table(schedule: Schedule, suite_id: str, run_id_generated: bool) -> None:
+def print_table(
+    schedule: Schedule, suite_id: str, run_id_generated: bool, intervention: InterventionIdentity
+) -> None:
     from rich.console import Console
     from rich.table import Table
 
@@ -54,7 +59,8 @@ def print_table(schedule: Schedule, suite_id: str, run_id_generated: bool) -> No
         else ""
     )
     table = Table(
-        title=f"suite {suite_id} · run {schedule.run_id}{note} · seed {schedule.seed} · "
+        title=f"suite {suite_id} · intervention {intervention.id} {intervention.version} "
+        f"({intervention.manifest_sha256[:12]}) · run {schedule.run_id}{note} · seed {schedule.seed} · "
         f"{schedule.repetitions} repetition(s) · {len(schedule.pairs())} pairs{quota_note}",
         title_justify="left",
     )
@@ -108,20 +114,29 @@ def register(app: typer.Typer) -> None:
             float,
             typer.Option(help="Length of each scheduled quota interval, seconds"),
         ] = 120.0,
+        intervention: Annotated[
+            str,
+            typer.Option(
+                help="What the treated arms run: an id under interventions/ or a manifest's path"
+            ),
+        ] = "reference",
         as_json: Annotated[bool, typer.Option("--json", help="Print the schedule as JSON")] = False,
     ) -> None:
         """Print the Williams-square schedule of an evidence eval (dry run)."""
+        wired = load_intervention(intervention)  # a refused manifest: exit 2
+        planned_arms = parse_arms(arms)
+        require_supported_arms(wired.manifest, planned_arms)
         loaded = load_suite(catalog_dir(catalog), suite)
         generated = run_id is None
         schedule = plan_schedule(
             [task.id for task in loaded.tasks],
-            parse_arms(arms),
+            planned_arms,
             repetitions,
             seed,
             run_id or generate_run_id(),
             quota_intervals=quota_interval_plan(quota_interval_episodes, quota_interval_s),
         )
         if as_json:
-            emit_json(schedule.to_json())
+            emit_json({**schedule.to_json(), "intervention": wired.identity.to_json()})
         else:
-            print_table(schedule, suite, generated)
+            print_table(schedule, suite, generated, wired.identity)

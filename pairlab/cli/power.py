@@ -19,9 +19,11 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
+from pairlab.adapters.interventions import load_intervention
 from pairlab.cli.output import emit_json
 from pairlab.core.analysis.study_plan import ResolvedPlan
 from pairlab.core.errors import InvalidInputError, ReasonCode
+from pairlab.core.schemas.intervention_manifest import InterventionIdentity
 
 if TYPE_CHECKING:
     from pairlab.core.analysis.power_study import PowerStudy
@@ -54,6 +56,27 @@ def _records_and_plan(
         f"{source}: no such run directory, episode log or <store>/runs/<id> URL",
         reason=ReasonCode.NOT_FOUND,
     )
+
+
+def of_intervention(records: list[Any], identity: InterventionIdentity) -> list[Any]:
+    """The pilot's records of ``identity`` (same id and manifest hash), and those that
+    recorded no intervention (written before issue 26: their cohorts are keyed
+    ``unknown``, never pooled with it). A pilot of other interventions only is refused."""
+    kept = [
+        r
+        for r in records
+        if r.intervention_id is None
+        or (r.intervention_id, r.intervention_manifest_sha256)
+        == (identity.id, identity.manifest_sha256)
+    ]
+    if records and not kept:
+        found = sorted({f"{r.intervention_id} ({r.intervention_version})" for r in records})
+        raise InvalidInputError(
+            f"the pilot holds no episode of intervention '{identity.id}' "
+            f"{identity.version} ({identity.manifest_sha256[:12]}); it holds {', '.join(found)}",
+            reason=ReasonCode.INSUFFICIENT_PILOT,
+        )
+    return kept
 
 
 def _fmt(value: Any, digits: int = 4) -> str:
@@ -131,6 +154,15 @@ def register(app: typer.Typer) -> None:
                 help="simulated studies per candidate n (Monte-Carlo error of the power ~ 0.4/sqrt(R))",
             ),
         ] = 4000,
+        intervention: Annotated[
+            str,
+            typer.Option(
+                "--intervention",
+                help="the pilot's episodes of this intervention (an id under interventions/ "
+                "or a manifest's path); episodes that recorded none stay, as cohorts of "
+                "intervention 'unknown'",
+            ),
+        ] = "reference",
         as_json: Annotated[bool, typer.Option("--json", help="print JSON")] = False,
     ) -> None:
         """Pairs per cohort needed to detect a saving with a given power under the decision rule."""
@@ -153,8 +185,10 @@ def register(app: typer.Typer) -> None:
             max_pairs=max_pairs,
             replicates=replicates,
         )
+        wired = load_intervention(intervention)  # a refused manifest: exit 2
         with tempfile.TemporaryDirectory(prefix="pairlab-power-") as tmp:
             records, resolved, source = _records_and_plan(pilot, plan, Path(tmp))
+        records = of_intervention(records, wired.identity)
         show_progress = sys.stderr.isatty()  # the simulation takes seconds per cohort at large n
         study = power_study(
             records,

@@ -55,9 +55,12 @@ def _prepare_docker_images(profile: Any) -> None:
 
 
 def _run_eval(params: Any, *, show_progress: bool) -> dict[str, Any]:
-    from pairlab.adapters.profiles import load_named_profile
+    from pairlab.adapters.episode.io import load_eval_inputs
+    from pairlab.core.intervention_wiring import require_arms
 
-    profile = load_named_profile(params.profile)  # unknown or refused: exit 2, before any flow
+    # an unknown or refused profile, intervention or arm: exit 2, before any flow
+    _, profile = load_eval_inputs(params.suite, params.profile, params.intervention)
+    require_arms(profile, params.arms)
     if params.backend == "docker" and params.dispatch.mode == "in-process":
         _prepare_docker_images(profile)
     _quiet_prefect()
@@ -205,7 +208,7 @@ def _eval_options() -> list[inspect.Parameter]:
     return [
         *[
             field_option(E, name)
-            for name in ("suite", "profile", "repetitions", "backend", "store")
+            for name in ("suite", "profile", "intervention", "repetitions", "backend", "store")
         ],
         field_option(
             E,
@@ -320,6 +323,10 @@ def register(app: typer.Typer) -> None:
                 "sim (the simulated client)"
             ),
         ] = DEMO_PROFILE,
+        intervention: Annotated[
+            str,
+            typer.Option(help="What the treated arms run: an id under interventions/ or a path"),
+        ] = "reference",
         as_json: Annotated[bool, typer.Option("--json")] = False,
     ) -> None:
         """The README main job: a complete 4-arm evaluation of the core suite with the real
@@ -329,6 +336,7 @@ def register(app: typer.Typer) -> None:
         params = _params(
             EvidenceEvalParams,
             profile=profile,
+            intervention=intervention,
             repetitions=repetitions,
             store=store,
             backend=backend,

@@ -24,7 +24,7 @@ the profiles wired by hand before (tests/unit/test_intervention_wiring_generated
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from typing import Any, Final
 
 from pairlab.core.errors import InvalidInputError, ReasonCode
@@ -171,6 +171,35 @@ def wire_profile(profile: RunnerProfile, manifest: InterventionManifest) -> Runn
     )
 
 
+def require_supported_arms(manifest: InterventionManifest, arms: Iterable[str]) -> None:
+    """Refuse a plan asking for a treated arm ``manifest`` declares ``unsupported``
+    (``arm-not-supported``, exit 2)."""
+    missing = [arm for arm in arms if arm in TREATED_ARMS and manifest.arm_wiring(arm) is None]
+    if missing:
+        raise InvalidInputError(
+            f"intervention '{manifest.id}' does not support the arm(s) {', '.join(missing)} "
+            f"(supported: baseline, {', '.join(manifest.supported_arms)}); leave them out "
+            "with --arms",
+            reason=ReasonCode.ARM_NOT_SUPPORTED,
+        )
+
+
+def require_arms(profile: RunnerProfile, arms: Iterable[str]) -> None:
+    """Refuse a plan asking for an arm the wired profile does not offer -- one its
+    intervention declares ``unsupported`` (``arm-not-supported``, exit 2), before any
+    episode runs."""
+    missing = [arm for arm in arms if arm not in profile.arm_args]
+    if not missing:
+        return
+    offered = ", ".join(profile.arm_args)
+    what = f"intervention '{profile.intervention.id}'" if profile.intervention else "the profile"
+    raise InvalidInputError(
+        f"{what} does not support the arm(s) {', '.join(missing)} with profile "
+        f"'{profile.client}' (offered: {offered}); leave them out with --arms",
+        reason=ReasonCode.ARM_NOT_SUPPORTED,
+    )
+
+
 __all__ = [
     "ARM_WIRING",
     "EMPTY_CLAUDE_MCP_CONFIG",
@@ -182,6 +211,8 @@ __all__ = [
     "codex_arm_args",
     "codex_config_toml",
     "codex_server_table",
+    "require_arms",
+    "require_supported_arms",
     "stamp",
     "wire_profile",
 ]

@@ -23,6 +23,7 @@ from pairlab.core.quota.consumption import (
     interval_consumption,
 )
 from pairlab.core.schemas.episode import EpisodeRecord, GraderCheck, Transcript
+from pairlab.core.schemas.profile import InterventionStamp
 from pairlab.core.schemas.quota import QuotaObservation
 from pairlab.core.schemas.usage import UsageVector
 
@@ -74,6 +75,7 @@ class EpisodeIdentity:
     order: int
     stratum: str | None = None
     quota_interval_id: str | None = None
+    intervention: InterventionStamp | None = None  # the run's (the loaded profile's)
 
 
 @dataclass(frozen=True)
@@ -196,6 +198,11 @@ def build_episode_record(
         repetition=identity.repetition,
         order=identity.order,
         stratum=identity.stratum,
+        intervention_id=identity.intervention.id if identity.intervention else None,
+        intervention_version=identity.intervention.version if identity.intervention else None,
+        intervention_manifest_sha256=(
+            identity.intervention.manifest_sha256 if identity.intervention else None
+        ),
         started_at=outcome.started_at,
         ended_at=outcome.ended_at,
         exit_code=outcome.exit_code,

@@ -3,8 +3,9 @@
 A run in a store is ``runs/<run_id>/...`` plus ``runs/<run_id>/manifest.json``.
 The manifest lists every object (key relative to the run, sha256, size) and the
 run's provenance: code revision, price catalog version, redaction summary,
-approval record (canary trials), kind, cohort count, trial verdict and the
-study plan frozen when the run started (id, source, SHA-256). A run
+approval record (canary trials), kind, cohort count, trial verdict, the
+study plan frozen when the run started (id, source, SHA-256) and the intervention the
+treated arms ran (id, version, manifest SHA-256). A run
 without a manifest, or whose manifest names an object the store does not hold,
 is *incomplete* and is never pulled as complete.
 
@@ -25,6 +26,7 @@ from pydantic import Field, ValidationError
 from pairlab.core.errors import InvalidInputError, ReasonCode
 from pairlab.core.redaction import SecretPolicy
 from pairlab.core.schemas.base import StrictModel
+from pairlab.core.schemas.profile import InterventionStamp
 
 MANIFEST_SCHEMA_VERSION = 1
 MANIFEST_NAME = "manifest.json"
@@ -114,6 +116,8 @@ class Manifest(StrictModel):
     cohorts: int | None = None
     verdict: str | None = None
     study_plan: StudyPlanRecord | None = None
+    # the run's intervention (issue 26): id, version, manifest sha256; None before issue 26
+    intervention: InterventionStamp | None = None
     extra: dict[str, Any] = Field(default_factory=dict)
 
     def to_bytes(self) -> bytes:

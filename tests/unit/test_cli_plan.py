@@ -31,7 +31,7 @@ def test_plan_json_shape_and_content() -> None:
     payload = invoke_json(
         "--suite", "core", "--repetitions", "5", "--seed", "7", "--run-id", "r-cli"
     )
-    assert list(payload) == ["runId", "seed", "repetitions", "arms", "episodes"]
+    assert list(payload) == ["runId", "seed", "repetitions", "arms", "episodes", "intervention"]
     assert payload["runId"] == "r-cli"
     assert payload["seed"] == 7
     assert payload["repetitions"] == 5

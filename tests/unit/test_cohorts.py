@@ -109,6 +109,7 @@ def test_output_shape_is_issue_2s() -> None:
         "modelVersion",
         "taskId",
         "stratum",
+        "intervention",
     }
     assert cohort["status"] == "ok" and cohort["pairs"] == 6
     assert {e["metric"] for e in cohort["effects"]} == set(METRICS)

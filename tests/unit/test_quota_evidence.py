@@ -21,6 +21,7 @@ def _frame(rows: list[tuple[str, str, float | None, str | None, float | None]]) 
             "modelVersion": [None] * n,
             "taskId": [r[0] for r in rows],
             "stratum": [None] * n,
+            "intervention": [None] * n,
             "arm": [r[1] for r in rows],
             "excluded": [r[3] == "EXCLUDED" for r in rows],
             "quotaFiveHourConsumptionPct": [r[2] for r in rows],
@@ -30,7 +31,11 @@ def _frame(rows: list[tuple[str, str, float | None, str | None, float | None]]) 
             "quotaSevenDayNullReason": ["missing-quota-window"] * n,
             "quotaSevenDayPrecisionPct": [None] * n,
         },
-        schema_overrides={"modelVersion": pl.String, "stratum": pl.String},
+        schema_overrides={
+            "modelVersion": pl.String,
+            "stratum": pl.String,
+            "intervention": pl.String,
+        },
     )
 
 

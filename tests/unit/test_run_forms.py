@@ -50,6 +50,10 @@ def test_choices_come_from_the_catalog_and_runner_profiles(
     assert eval_props["suite"]["enum"] == list(choices.suites)
     assert eval_props["profile"]["enum"] == list(choices.profiles)
     assert eval_props["task_filter"]["items"]["enum"] == list(choices.tasks)
+    # the intervention is a drop-down of the shipped manifests, the reference by default
+    assert "reference" in choices.interventions
+    assert eval_props["intervention"]["enum"] == list(choices.interventions)
+    assert eval_props["intervention"]["default"] == "reference"
     canary_props = schemas["canary-trial"]["definitions"]["CanaryTrialParams"]["properties"]
     # a canary compares simulator revisions: no emulator (real CLI) profile is offered
     assert "sim" in canary_props["profile"]["enum"]

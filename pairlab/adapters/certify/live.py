@@ -55,6 +55,7 @@ from pairlab.adapters.clients.registry import REAL_CLIS, resolve_cli
 from pairlab.adapters.run.provider import open_run_endpoint
 from pairlab.core.emulator.run_settings import EmulatorSettings
 from pairlab.core.errors import PairlabError
+from pairlab.core.schemas.intervention_manifest import DEFAULT_INTERVENTION
 from pairlab.core.schemas.profile import IsolationFlag, RunnerProfile, without_run
 from pairlab.intervention import SERVER_NAME
 
@@ -216,6 +217,17 @@ def certify_live(
     version: str | None = None
     matrix: IsolationMatrix | None = None
     lifecycle: dict[str, Any] | None = None
+    wired = profile.intervention
+    if wired is not None and wired.id != DEFAULT_INTERVENTION:
+        # the probe judges the reference server (its name, its trace of answered calls)
+        checks.append(
+            CertifyCheck(
+                name="intervention",
+                passed=False,
+                detail=f"live certification of the intervention '{wired.id}' is not "
+                "implemented yet (issue 26, item 3): only 'reference' is certified live",
+            )
+        )
     try:
         cli_check, version = _cli_check(profile, backend_name)
         checks.append(cli_check)

@@ -39,6 +39,7 @@ from pairlab.adapters.certify.sim_probe import (
     plant_host_config,
 )
 from pairlab.adapters.episode.session import run_and_collect
+from pairlab.adapters.interventions import LoadedIntervention
 from pairlab.adapters.paths import REPO_ROOT
 from pairlab.adapters.profiles import scan_profiles
 from pairlab.core.errors import InvalidInputError, PairlabError, ReasonCode
@@ -311,10 +312,13 @@ def certify_profiles(
     directory: Path | None = None,
     factory: BackendFactory | None = None,
     host_home: Path | None = None,
+    intervention: LoadedIntervention | None = None,
 ) -> CertifyReport:
+    """Certify every profile (``only``: one), each with ``intervention`` (default: the
+    reference) wired into its treated arms."""
     build = factory or default_backend_factory(backend_name)
     results: list[ProfileCertification] = []
-    files = scan_profiles(directory)
+    files = scan_profiles(directory, intervention)
     if only is not None:
         files = [f for f in files if f.name == only]
         if not files:

@@ -115,6 +115,7 @@ def episode_record(
         order=planned.order,
         stratum=planned.stratum if stratum is None else stratum,
         quota_interval_id=planned.quota_interval,
+        intervention=profile.intervention,
     )
     run = EpisodeOutcome(
         backend=backend_name,

@@ -16,19 +16,26 @@ from datetime import datetime
 from pathlib import Path
 
 from pairlab.adapters.backends.base import CollectedFiles
+from pairlab.adapters.interventions import load_intervention
 from pairlab.adapters.paths import catalog_dir
 from pairlab.adapters.profiles import load_named_profile
 from pairlab.core.accounting.ledger_rules import LEDGER_ROWS_FILE
 from pairlab.core.prices import PriceCatalog
 from pairlab.core.schemas.catalog import LoadedSuite, load_suite
+from pairlab.core.schemas.intervention_manifest import DEFAULT_INTERVENTION
 from pairlab.core.schemas.profile import RunnerProfile
 from pairlab.core.schemas.usage import UsageVector
 
 FINAL_ANSWER = re.compile(r"^FINAL ANSWER:\s?(.*)$", re.MULTILINE)
 
 
-def load_eval_inputs(suite_id: str, profile_name: str) -> tuple[LoadedSuite, RunnerProfile]:
-    return load_suite(catalog_dir(), suite_id), load_named_profile(profile_name)
+def load_eval_inputs(
+    suite_id: str, profile_name: str, intervention: str = DEFAULT_INTERVENTION
+) -> tuple[LoadedSuite, RunnerProfile]:
+    """The suite and the profile with ``intervention`` (an id or a manifest's path) wired
+    into its treated arms."""
+    wired = load_intervention(intervention)
+    return load_suite(catalog_dir(), suite_id), load_named_profile(profile_name, intervention=wired)
 
 
 def sim_account_dir(work_dir: Path, profile: RunnerProfile) -> Path | None:

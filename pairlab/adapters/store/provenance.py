@@ -4,7 +4,8 @@ Every object is listed with the sha256 and size of the bytes that are uploaded. 
 provenance is read from the redacted copies: the run kind, code revision (the
 report's, else this checkout's ``git rev-parse HEAD``, else the package version),
 price catalog version(s), task catalog version, the trial's approval and verdict,
-the number of cohorts and the frozen study plan. Extra metadata whose names are
+the number of cohorts, the frozen study plan and the intervention (the report's
+``meta.intervention``). Extra metadata whose names are
 manifest fields fill them; the rest is kept under ``extra``.
 """
 
@@ -55,6 +56,7 @@ def build_manifest(
         "cohorts": _cohort_count(report),
         "verdict": _verdict(staging, report) if kind == "trial" else None,
         "study_plan": _study_plan(staging),
+        "intervention": _intervention(report),
     }
     known = set(Manifest.model_fields) - {"objects", "redaction", "run_id", "schema_version"}
     leftovers: dict[str, Any] = {}
@@ -65,6 +67,13 @@ def build_manifest(
             leftovers[name] = value
     fields["extra"] = leftovers
     return Manifest.model_validate(fields)
+
+
+def _intervention(report: dict[str, Any]) -> dict[str, Any] | None:
+    """The run's intervention as its report recorded it (``meta.intervention``)."""
+    meta = report.get("meta")
+    found = meta.get("intervention") if isinstance(meta, dict) else None
+    return found if isinstance(found, dict) else None
 
 
 def read_json_object(path: Path) -> dict[str, Any]:

@@ -4,7 +4,17 @@ from __future__ import annotations
 
 from typing import Final, NamedTuple
 
-KEY_COLUMNS: Final = ("client", "clientVersion", "model", "modelVersion", "taskId", "stratum")
+# ``intervention``: the record's intervention_key (id@version:hash), so cohorts are never
+# pooled across interventions (issue 26)
+KEY_COLUMNS: Final = (
+    "client",
+    "clientVersion",
+    "model",
+    "modelVersion",
+    "taskId",
+    "stratum",
+    "intervention",
+)
 # Effect metrics, named as the episode record's camelCase fields; all lower-is-better.
 METRICS: Final = (
     "uncachedInputTokens",

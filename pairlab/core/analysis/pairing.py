@@ -2,7 +2,7 @@
 
 The analysis frame (:data:`FRAME_SCHEMA`: an episode per row, nulls kept), the arms
 in the seed's order and the contrasts among them, and the pairing itself: cohort
-keys filled (a missing version or model is ``"unknown"``, a missing stratum
+keys filled (a missing version, model or intervention is ``"unknown"``, a missing stratum
 ``"default"``), excluded episodes left out and counted, one row per
 (cohort, pairId) with the arms side by side and every contrast's paired
 difference per metric (null when either arm's value is null). An arm run twice in
@@ -57,6 +57,7 @@ _TEXT_ATTRS: Final = {
 }
 FRAME_SCHEMA: Final[dict[str, pl.DataType]] = {
     **{name: pl.String() for name in _TEXT_ATTRS},
+    "intervention": pl.String(),  # EpisodeRecord.intervention_key
     "excluded": pl.Boolean(),
     "correct": pl.Boolean(),
     **{name: pl.Float64() for name in METRICS},
@@ -68,8 +69,14 @@ FRAME_SCHEMA: Final[dict[str, pl.DataType]] = {
 }
 
 
-_ROW_ATTRS: Final = (*_TEXT_ATTRS.values(), "excluded", "correct", *_METRIC_ATTRS.values())
-_ROW_COLUMNS: Final = (*_TEXT_ATTRS, "excluded", "correct", *_METRIC_ATTRS)
+_ROW_ATTRS: Final = (
+    *_TEXT_ATTRS.values(),
+    "intervention_key",
+    "excluded",
+    "correct",
+    *_METRIC_ATTRS.values(),
+)
+_ROW_COLUMNS: Final = (*_TEXT_ATTRS, "intervention", "excluded", "correct", *_METRIC_ATTRS)
 _QUOTA_COLUMNS: Final = (*QUOTA_METRICS, *QUOTA_REASON_COLUMNS, *QUOTA_PRECISION_COLUMNS)
 
 
@@ -151,7 +158,7 @@ def prepare_pairs(
     frame = check_frame(data if isinstance(data, pl.DataFrame) else episodes_frame(data))
     key = list(KEY_COLUMNS)
     base = frame.lazy().with_columns(
-        pl.col("clientVersion", "model", "modelVersion").fill_null(UNKNOWN),
+        pl.col("clientVersion", "model", "modelVersion", "intervention").fill_null(UNKNOWN),
         pl.col("stratum").fill_null(DEFAULT_STRATUM),
         pl.col("excluded").fill_null(False),
     )

@@ -1,5 +1,6 @@
-"""The report's headline: the answer per (client, client version, model), in counts of
-task cohorts (issue 16, item 4).
+"""The report's headline: the answer per (client, client version, model, intervention), in
+counts of task cohorts (issue 16, item 4; the intervention, issue 26, names what was
+measured: ``id@version:hash``).
 
 Per contrast, how many task cohorts show a win, a regression or no evidence on
 four questions, each under its own rule:
@@ -32,7 +33,7 @@ from pairlab.core.analysis.metrics import KEY_COLUMNS, METRICS
 HEADLINE_SCHEMA_VERSION: Final = 1
 COST_METRIC: Final = "apiListPriceUsd"
 FALLBACK_TOKEN_METRIC: Final = "totalTokens"
-GROUP_KEYS: Final = ("client", "clientVersion", "model")
+GROUP_KEYS: Final = ("client", "clientVersion", "model", "intervention")
 OUTCOMES: Final = ("win", "regression", "noEvidence", "insufficient")
 QUESTIONS: Final = ("tokens", "cost", "subscription", "correctness")
 LABELS: Final = {

@@ -37,6 +37,7 @@ from pairlab.core.report.words import (
     cohort_title,
     decision_tone,
     group_title,
+    intervention_fact,
     number,
     reason_text,
     summary_sentence,
@@ -336,6 +337,7 @@ def render_report_html(report: Mapping[str, Any]) -> str:
         f"{meta.get('excluded')} excluded) · gate {meta.get('min_pairs')} pairs · price catalog "
         f"{number(meta.get('price_catalog_version'))}"
         + (f" · study plan {plan.get('id')} ({str(plan.get('sha256', ''))[:12]})" if plan else "")
+        + intervention_fact(meta.get("intervention"))
     )
     parts = [
         '<!DOCTYPE html><html lang="en"><head><meta charset="utf-8">',

@@ -26,6 +26,7 @@ from pairlab.core.report.words import (
     headline_cell,
     headline_table,
     interval,
+    intervention_fact,
     number,
     percent,
     reason_text,
@@ -256,6 +257,7 @@ def render_report_markdown(
         f"{meta.get('excluded')} excluded) · gate {meta.get('min_pairs')} pairs · price "
         f"catalog {number(meta.get('price_catalog_version'))}"
         + (f" · study plan '{plan.get('id')}' ({str(plan.get('sha256', ''))[:12]})" if plan else "")
+        + intervention_fact(meta.get("intervention"))
     )
     lines.append("")
     lines += render_headline_markdown(headline)

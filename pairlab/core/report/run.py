@@ -32,6 +32,7 @@ from pairlab.core.report.html import render_report_html
 from pairlab.core.report.markdown import build_report_json, render_report_markdown
 from pairlab.core.schemas.base import StrictModel
 from pairlab.core.schemas.episode import EpisodeRecord
+from pairlab.core.schemas.profile import InterventionStamp
 from pairlab.core.subscription import analyse_subscription
 from pairlab.core.verdict.artifact import ProviderValue
 
@@ -63,6 +64,8 @@ class RunSettings(StrictModel):
     # the provider loom's quota observations name for the client (claude/codex), if any
     quota_provider: ProviderValue | None = None
     quota_intervals: QuotaIntervalSettings | None = None
+    # the run's intervention (issue 26): id, version, manifest sha256; None on older runs
+    intervention: InterventionStamp | None = None
     resamples: int = Field(DEFAULT_RESAMPLES, ge=100)
     confidence: float = Field(DEFAULT_CONFIDENCE, ge=0.5, lt=1.0)
 
@@ -136,6 +139,9 @@ def run_meta(
         "quota_intervals": None
         if settings.quota_intervals is None
         else settings.quota_intervals.model_dump(mode="json"),
+        "intervention": None
+        if settings.intervention is None
+        else settings.intervention.model_dump(mode="json"),
     }
 
 

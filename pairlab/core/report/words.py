@@ -149,8 +149,21 @@ def cohort_title(key: Mapping[str, Any]) -> str:
     return f"{key.get('taskId')}{suffix}"
 
 
+def intervention_fact(intervention: Any) -> str:
+    """`` · intervention <id> <version> (manifest <first 12 hex>)`` for the report's facts
+    line; empty for a run that recorded none (written before issue 26)."""
+    if not isinstance(intervention, Mapping):
+        return ""
+    sha = str(intervention.get("manifest_sha256") or "")[:12]
+    return (
+        f" · intervention {intervention.get('id')} {intervention.get('version')} (manifest {sha})"
+    )
+
+
 def group_title(group: Mapping[str, Any]) -> str:
-    return f"{group.get('client')} {group.get('clientVersion')} · {group.get('model')}"
+    """``client version · model · intervention id@version:hash`` (the headline's group)."""
+    title = f"{group.get('client')} {group.get('clientVersion')} · {group.get('model')}"
+    return f"{title} · intervention {group.get('intervention', 'unknown')}"
 
 
 __all__ = [
@@ -164,6 +177,7 @@ __all__ = [
     "group_title",
     "headline_cell",
     "interval",
+    "intervention_fact",
     "metric_title",
     "number",
     "pairs_text",

@@ -121,6 +121,20 @@ class EpisodeRecord(CamelModel):
     ledger: dict[str, int | None] | None = None
     backend: str | None = None
     transcript: Transcript | None = None
+    # issue 26: the run's intervention (interventions/<id>.yaml), on every arm's record
+    # (the baseline's too: the pair it belongs to); null on records written before
+    intervention_id: str | None = None
+    intervention_version: str | None = None
+    intervention_manifest_sha256: str | None = None
+
+    @property
+    def intervention_key(self) -> str | None:
+        """The cohort key's ``intervention``: ``id@version:<first 12 hex of the manifest
+        hash>`` (cohorts are never pooled across interventions); None when unrecorded."""
+        if self.intervention_id is None:
+            return None
+        sha = (self.intervention_manifest_sha256 or "unknown")[:12]
+        return f"{self.intervention_id}@{self.intervention_version or 'unknown'}:{sha}"
 
     def usage_vector(self) -> UsageVector:
         return UsageVector(

@@ -64,7 +64,7 @@ def precision_assessment(frame: pl.DataFrame, *, unit: Unit) -> pl.DataFrame:
         raise ValueError(f"quota evidence frame lacks columns {missing}")
     kept = frame.filter(~pl.col("excluded").fill_null(False)) if "excluded" in frame else frame
     kept = kept.with_columns(
-        pl.col("clientVersion", "model", "modelVersion").fill_null(UNKNOWN),
+        pl.col("clientVersion", "model", "modelVersion", "intervention").fill_null(UNKNOWN),
         pl.col("stratum").fill_null(DEFAULT_STRATUM),
     )
     parts = [

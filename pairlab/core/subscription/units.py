@@ -61,6 +61,7 @@ def cohort_key(record: EpisodeRecord) -> CohortKey:
         record.model_version or UNKNOWN,
         record.task_id,
         record.stratum or DEFAULT_STRATUM,
+        record.intervention_key or UNKNOWN,
     )
 
 
