@@ -32,6 +32,7 @@ COMMAND_MODULES = (
     "emulator",
     "images",
     "stack",
+    "account",
 )
 
 app = typer.Typer(

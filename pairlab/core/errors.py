@@ -5,7 +5,8 @@
     ├── ExecutionError           exit 1  an episode could not be executed (infrastructure)
     ├── UsageParseError          exit 2  provider-native usage records could not be read
     ├── PublishError             exit 1  the object store refused or lost an object
-    └── EnvironmentUnavailable   exit 3  Docker, S3 or a Prefect server is not reachable
+    └── EnvironmentUnavailable   exit 3  Docker, S3 or a Prefect server is not reachable,
+                                         or an account's credential is missing
 
 Expected outcomes (a failed agent command, an insufficient cohort, Not priced, a
 verdict) are values, never exceptions. Foreign errors are translated at the
@@ -61,6 +62,15 @@ class ReasonCode(StrEnum):
     CLI_UNAVAILABLE = "cli-unavailable"
     INVALID_PRICE_CATALOG = "invalid-price-catalog"
     LEDGER_UNREADABLE = "ledger-unreadable"
+    # accounts (pairlab account ...; core/accounts.py)
+    ACCOUNT_UNKNOWN = "account-unknown"
+    ACCOUNT_EXISTS = "account-exists"
+    INVALID_ACCOUNT = "invalid-account"
+    CREDENTIAL_MISSING = "credential-missing"
+    CREDENTIAL_MALFORMED = "credential-malformed"
+    CREDENTIAL_REJECTED = "credential-rejected"
+    CREDENTIAL_STORE_INSECURE = "credential-store-insecure"
+    CREDENTIAL_IN_PARAMETER = "credential-in-parameter"
 
 
 class PairlabError(Exception):

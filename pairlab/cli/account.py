@@ -1,0 +1,175 @@
+"""`pairlab account add|list|remove|check`: an operator's own credentials, registered once.
+
+The credential is read from an environment variable (``--from-env VAR``) or a file
+(``--from-file PATH``), never from the command line itself (it would land in shell
+history and process lists). Nothing these commands print contains a credential: ``list``
+shows name, client, kind, provider URL, where it is stored and when it was added.
+docs/accounts.md walks through it.
+"""
+
+from __future__ import annotations
+
+import os
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from pairlab.cli.output import emit_json
+from pairlab.core.errors import EnvironmentUnavailable, InvalidInputError, ReasonCode
+
+
+def _read_credential(from_env: str | None, from_file: Path | None) -> str:
+    if (from_env is None) == (from_file is None):
+        raise InvalidInputError(
+            "give exactly one of --from-env VAR or --from-file PATH",
+            reason=ReasonCode.INVALID_INPUT,
+        )
+    if from_env is not None:
+        value = os.environ.get(from_env, "")
+        if not value.strip():
+            raise EnvironmentUnavailable(
+                f"environment variable {from_env} is unset or empty",
+                reason=ReasonCode.CREDENTIAL_MISSING,
+            )
+        return value.strip()
+    assert from_file is not None
+    try:
+        value = from_file.read_text(encoding="utf-8")
+    except FileNotFoundError as exc:
+        raise EnvironmentUnavailable(
+            f"credential file {from_file} does not exist", reason=ReasonCode.CREDENTIAL_MISSING
+        ) from exc
+    except (OSError, UnicodeDecodeError) as exc:
+        raise InvalidInputError(
+            f"cannot read credential file {from_file}: {exc}", reason=ReasonCode.INPUT_READ_FAILED
+        ) from exc
+    return value.strip()
+
+
+def register(app: typer.Typer) -> None:
+    account = typer.Typer(
+        help="Register the credentials of real accounts (Claude, Codex) once; never printed.",
+        no_args_is_help=True,
+    )
+    app.add_typer(account, name="account")
+
+    @account.command("add")
+    def add_cmd(
+        name: Annotated[str, typer.Argument(help="lower-case letters, digits, dashes")],
+        client: Annotated[str, typer.Option("--client", help="claude or codex")],
+        from_env: Annotated[
+            str | None, typer.Option("--from-env", help="read the credential from this variable")
+        ] = None,
+        from_file: Annotated[
+            Path | None,
+            typer.Option("--from-file", help="read it from this file (Codex: its auth.json)"),
+        ] = None,
+        kind: Annotated[
+            str | None,
+            typer.Option(
+                "--kind",
+                help="api-key, subscription-token (claude) or chatgpt-auth-json (codex); "
+                "recognised from the credential when left out",
+            ),
+        ] = None,
+        provider_url: Annotated[
+            str | None,
+            typer.Option(
+                "--provider-url",
+                help="another provider URL (a gateway, a proxy, the stand-in); default: the "
+                "CLI's own provider",
+            ),
+        ] = None,
+        replace: Annotated[bool, typer.Option("--replace", help="overwrite an account")] = False,
+        as_json: Annotated[bool, typer.Option("--json")] = False,
+    ) -> None:
+        """Store an account's credential (a Prefect Secret block, or the local mode-600 file)."""
+        from pairlab.adapters.accounts.selection import open_account_store
+        from pairlab.core.accounts import (
+            ACCOUNT_CLIENTS,
+            Account,
+            CredentialKind,
+            check_account_name,
+            recognise_kind,
+        )
+
+        check_account_name(name)
+        if client not in ACCOUNT_CLIENTS:
+            raise InvalidInputError(
+                f"--client must be one of {', '.join(ACCOUNT_CLIENTS)}, not {client!r}",
+                reason=ReasonCode.INVALID_ACCOUNT,
+            )
+        declared = None
+        if kind is not None:
+            try:
+                declared = CredentialKind(kind)
+            except ValueError as exc:
+                allowed = ", ".join(k.value for k in CredentialKind)
+                raise InvalidInputError(
+                    f"--kind must be one of {allowed}", reason=ReasonCode.INVALID_ACCOUNT
+                ) from exc
+        if provider_url is not None and not provider_url.startswith(("http://", "https://")):
+            raise InvalidInputError(
+                f"--provider-url {provider_url!r} is not an http(s) URL",
+                reason=ReasonCode.INVALID_ACCOUNT,
+            )
+        credential = _read_credential(from_env, from_file)
+        seen = recognise_kind(client, credential, declared)
+        store = open_account_store()
+        record = Account(
+            name=name,
+            client=client,
+            kind=seen,
+            provider_url=provider_url.rstrip("/") if provider_url else None,
+            stored_in=store.location,
+            added_at=datetime.now(UTC).replace(microsecond=0),
+        )
+        store.save(record, credential, replace=replace)
+        if as_json:
+            emit_json({"account": record.to_json()})
+            return
+        typer.echo(f"added {name}: {client} {seen} in {store.location}")
+
+    @account.command("list")
+    def list_cmd(as_json: Annotated[bool, typer.Option("--json")] = False) -> None:
+        """Registered accounts: name, client, kind, provider, where stored, when added."""
+        from pairlab.adapters.accounts.selection import open_account_store
+
+        store = open_account_store()
+        records = [store.record(n) for n in store.names()]
+        if as_json:
+            emit_json({"store": store.location, "accounts": [r.to_json() for r in records]})
+            return
+        typer.echo(f"store: {store.location}")
+        for r in records:
+            typer.echo(
+                f"{r.name:<20} {r.client:<7} {r.kind:<19} {r.effective_provider_url:<32} "
+                f"{r.added_at.isoformat()}"
+            )
+
+    @account.command("remove")
+    def remove_cmd(name: Annotated[str, typer.Argument()]) -> None:
+        """Delete an account and its credential."""
+        from pairlab.adapters.accounts.selection import open_account_store
+
+        store = open_account_store()
+        store.remove(name)
+        typer.echo(f"removed {name} from {store.location}")
+
+    @account.command("check")
+    def check_cmd(
+        name: Annotated[str, typer.Argument()],
+        as_json: Annotated[bool, typer.Option("--json")] = False,
+    ) -> None:
+        """The account exists, its credential is present and of the recorded kind."""
+        from pairlab.adapters.accounts.selection import load_account
+        from pairlab.core.accounts import recognise_kind
+
+        record, credential = load_account(name)
+        recognise_kind(record.client, credential, record.kind)
+        if as_json:
+            emit_json({"account": record.to_json(), "credentialPresent": True})
+            return
+        typer.echo(f"{name}: {record.client} {record.kind} present ({record.stored_in})")

@@ -1,0 +1,182 @@
+"""Accounts: an operator's own credential for a real CLI, registered once (issue 27).
+
+Pure rules, no storage: the account record (never the credential), how a credential's
+kind is recognised, and the store contract the adapters implement
+(``pairlab.adapters.accounts``: a Prefect Secret block when a Prefect server is
+configured, else a local file with mode 600).
+
+The rules:
+
+* An account name is lower-case letters, digits and dashes (it names a Prefect block).
+* A client has two kinds of credential. Claude Code: ``subscription-token`` (from
+  ``claude setup-token``, ``sk-ant-oat...``, read as ``CLAUDE_CODE_OAUTH_TOKEN``) or
+  ``api-key`` (read as ``ANTHROPIC_API_KEY``). Codex: ``chatgpt-auth-json`` (a ChatGPT
+  login's ``auth.json``, a JSON object with ``tokens``, placed in the episode's
+  ``CODEX_HOME``) or ``api-key``. The kind is recognised from the credential's form; a
+  declared kind must agree with it.
+* An empty credential is ``credential-missing`` (exit 3); a credential of the wrong form
+  ``credential-malformed`` (exit 2); an unknown account name ``account-unknown`` (exit 2)
+  naming the known ones.
+* The record (:class:`Account`) holds name, client, kind, provider URL, where it is stored
+  and when it was added: everything ``pairlab account list`` may print. The credential
+  travels only as a ``str`` returned by :meth:`AccountStore.credential`.
+* ``provider_url`` ``None`` means the CLI's own provider (:data:`DEFAULT_PROVIDER_URLS`);
+  an account may name another (a gateway, a proxy, the stand-in provider).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from datetime import datetime
+from enum import StrEnum
+from typing import Literal, Protocol
+
+from pairlab.core.errors import EnvironmentUnavailable, InvalidInputError, ReasonCode
+from pairlab.core.schemas.base import StrictModel
+
+AccountClient = Literal["claude", "codex"]
+ACCOUNT_CLIENTS: tuple[AccountClient, ...] = ("claude", "codex")
+
+
+class CredentialKind(StrEnum):
+    API_KEY = "api-key"
+    SUBSCRIPTION_TOKEN = "subscription-token"
+    CHATGPT_AUTH_JSON = "chatgpt-auth-json"
+
+
+KINDS_BY_CLIENT: dict[AccountClient, tuple[CredentialKind, ...]] = {
+    "claude": (CredentialKind.SUBSCRIPTION_TOKEN, CredentialKind.API_KEY),
+    "codex": (CredentialKind.CHATGPT_AUTH_JSON, CredentialKind.API_KEY),
+}
+
+# the CLIs' own providers: what an account talks to unless it names another URL
+DEFAULT_PROVIDER_URLS: dict[AccountClient, str] = {
+    "claude": "https://api.anthropic.com",
+    "codex": "https://api.openai.com/v1",
+}
+
+_NAME = re.compile(r"^[a-z0-9][a-z0-9-]{0,47}$")
+CLAUDE_SUBSCRIPTION_PREFIX = "sk-ant-oat"
+
+
+class Account(StrictModel):
+    """One registered account, without its credential (safe to print and to record)."""
+
+    schema_version: Literal[1] = 1
+    name: str
+    client: AccountClient
+    kind: CredentialKind
+    provider_url: str | None = None
+    stored_in: str
+    added_at: datetime
+
+    @property
+    def effective_provider_url(self) -> str:
+        return self.provider_url or DEFAULT_PROVIDER_URLS[self.client]
+
+    def to_json(self) -> dict[str, object]:
+        return {
+            "name": self.name,
+            "client": self.client,
+            "kind": str(self.kind),
+            "providerUrl": self.effective_provider_url,
+            "isDefaultProvider": self.provider_url is None,
+            "storedIn": self.stored_in,
+            "addedAt": self.added_at.isoformat(),
+        }
+
+
+class AccountStore(Protocol):
+    """Where accounts live. ``location`` says where (printed by ``pairlab account list``)."""
+
+    @property
+    def location(self) -> str: ...
+
+    def names(self) -> list[str]: ...
+
+    def save(self, account: Account, credential: str, *, replace: bool) -> None: ...
+
+    def record(self, name: str) -> Account: ...
+
+    def credential(self, name: str) -> str: ...
+
+    def remove(self, name: str) -> None: ...
+
+
+def check_account_name(name: str) -> str:
+    """An account name: lower-case letters, digits, dashes, at most 48 characters."""
+    if not _NAME.match(name):
+        raise InvalidInputError(
+            f"account name {name!r} is not lower-case letters, digits and dashes (1-48)",
+            reason=ReasonCode.INVALID_ACCOUNT,
+        )
+    return name
+
+
+def unknown_account(name: str, known: list[str]) -> InvalidInputError:
+    """``account-unknown`` (exit 2), naming the accounts that exist."""
+    listed = ", ".join(sorted(known)) if known else "none registered (pairlab account add)"
+    return InvalidInputError(
+        f"unknown account {name!r}; known accounts: {listed}", reason=ReasonCode.ACCOUNT_UNKNOWN
+    )
+
+
+def recognise_kind(
+    client: AccountClient, credential: str, declared: CredentialKind | None = None
+) -> CredentialKind:
+    """The credential's kind from its form; a declared kind must agree and fit the client.
+
+    Empty -> ``credential-missing`` (exit 3). Claude: ``sk-ant-oat...`` is a subscription
+    token, anything else an API key. Codex: a JSON object with ``tokens`` is a ChatGPT
+    login's auth.json, a JSON object without it is malformed, a one-line string an API key.
+    """
+    text = credential.strip()
+    if not text:
+        raise EnvironmentUnavailable(
+            f"the {client} credential is empty", reason=ReasonCode.CREDENTIAL_MISSING
+        )
+    seen = _kind_of(client, text)
+    if declared is not None and declared not in KINDS_BY_CLIENT[client]:
+        allowed = ", ".join(KINDS_BY_CLIENT[client])
+        raise InvalidInputError(
+            f"{client} takes a credential of kind {allowed}, not {declared}",
+            reason=ReasonCode.CREDENTIAL_MALFORMED,
+        )
+    if declared is not None and declared != seen:
+        raise InvalidInputError(
+            f"the credential was declared {declared} but reads as {seen}",
+            reason=ReasonCode.CREDENTIAL_MALFORMED,
+        )
+    return seen
+
+
+def _kind_of(client: AccountClient, text: str) -> CredentialKind:
+    if client == "claude":
+        if any(ch.isspace() for ch in text):
+            raise InvalidInputError(
+                "a Claude credential is one token without spaces",
+                reason=ReasonCode.CREDENTIAL_MALFORMED,
+            )
+        if text.startswith(CLAUDE_SUBSCRIPTION_PREFIX):
+            return CredentialKind.SUBSCRIPTION_TOKEN
+        return CredentialKind.API_KEY
+    if text.startswith("{"):
+        try:
+            doc = json.loads(text)
+        except ValueError as exc:
+            raise InvalidInputError(
+                "the Codex auth.json is not JSON", reason=ReasonCode.CREDENTIAL_MALFORMED
+            ) from exc
+        if not isinstance(doc, dict) or not isinstance(doc.get("tokens"), dict):
+            raise InvalidInputError(
+                "the Codex auth.json has no 'tokens' object (log in with `codex login` first)",
+                reason=ReasonCode.CREDENTIAL_MALFORMED,
+            )
+        return CredentialKind.CHATGPT_AUTH_JSON
+    if any(ch.isspace() for ch in text):
+        raise InvalidInputError(
+            "an OpenAI API key is one token without spaces",
+            reason=ReasonCode.CREDENTIAL_MALFORMED,
+        )
+    return CredentialKind.API_KEY

@@ -1,0 +1,68 @@
+"""The account rules (pairlab.core.accounts): names, credential kinds, unknown accounts."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from pairlab.core.accounts import (
+    CredentialKind,
+    check_account_name,
+    recognise_kind,
+    unknown_account,
+)
+from pairlab.core.errors import EnvironmentUnavailable, InvalidInputError, ReasonCode
+
+AUTH_JSON = json.dumps(
+    {"OPENAI_API_KEY": None, "tokens": {"access_token": "a", "refresh_token": "r"}}
+)
+
+
+@pytest.mark.parametrize(
+    ("client", "credential", "kind"),
+    [
+        ("claude", "sk-ant-oat01-abc", CredentialKind.SUBSCRIPTION_TOKEN),
+        ("claude", "sk-ant-api03-abc", CredentialKind.API_KEY),
+        ("codex", "sk-proj-abc", CredentialKind.API_KEY),
+        ("codex", AUTH_JSON, CredentialKind.CHATGPT_AUTH_JSON),
+    ],
+)
+def test_kind_is_recognised_from_the_credential(client: str, credential: str, kind: str) -> None:
+    assert recognise_kind(client, credential) == kind  # type: ignore[arg-type]
+    assert recognise_kind(client, credential, CredentialKind(kind)) == kind  # type: ignore[arg-type]
+
+
+def test_a_declared_kind_must_agree_and_fit_the_client() -> None:
+    with pytest.raises(InvalidInputError) as wrong:
+        recognise_kind("claude", "sk-ant-api03-abc", CredentialKind.SUBSCRIPTION_TOKEN)
+    assert wrong.value.reason == ReasonCode.CREDENTIAL_MALFORMED
+    with pytest.raises(InvalidInputError) as foreign:
+        recognise_kind("claude", "sk-ant-api03-abc", CredentialKind.CHATGPT_AUTH_JSON)
+    assert "claude takes" in foreign.value.message
+
+
+@pytest.mark.parametrize(
+    ("client", "credential"),
+    [("codex", '{"tokens": "x"}'), ("codex", "{not json"), ("claude", "two words")],
+)
+def test_malformed_credentials_are_refused(client: str, credential: str) -> None:
+    with pytest.raises(InvalidInputError) as refused:
+        recognise_kind(client, credential)  # type: ignore[arg-type]
+    assert refused.value.reason == ReasonCode.CREDENTIAL_MALFORMED and refused.value.exit_code == 2
+
+
+def test_an_empty_credential_is_missing_exit_3() -> None:
+    with pytest.raises(EnvironmentUnavailable) as missing:
+        recognise_kind("codex", "  \n")
+    assert missing.value.reason == ReasonCode.CREDENTIAL_MISSING and missing.value.exit_code == 3
+
+
+def test_names_and_unknown_accounts() -> None:
+    assert check_account_name("team-max-1") == "team-max-1"
+    for bad in ("", "Upper", "-lead", "a b", "x" * 49):
+        with pytest.raises(InvalidInputError):
+            check_account_name(bad)
+    err = unknown_account("nope", ["b", "a"])
+    assert err.exit_code == 2 and err.reason == ReasonCode.ACCOUNT_UNKNOWN
+    assert "a, b" in err.message
