@@ -1,21 +1,31 @@
-"""The calibration study of the decision interval (docs/statistics.md).
+"""The calibration study of the decision rule (docs/statistics.md section 2).
 
-Simulated paired differences of known mean, drawn from named shapes, analysed by
-the production code (:func:`pairlab.core.stats.bootstrap_mean_intervals`, 10,000
-resamples, the decision interval at 95%). Every sample is an independent draw;
-samples are analysed in chunks of columns that share one resample, exactly as the
-metrics of one cohort do. Data and resample seeds derive from names (shape,
-pairs, chunk), so the figures are reproducible and never tuned to one seed.
+Simulated paired differences of known mean (0), drawn from named shapes, analysed by
+the production code: :func:`pairlab.core.stats.bootstrap_mean_intervals` (the decision
+interval at 95%, the reported percentile interval) and the skewness gate
+(:func:`pairlab.core.stats.skew_gate.judge_shape`, the function
+:func:`pairlab.core.analysis.decisions.label_effects` calls). Every sample is an
+independent draw (one cohort's effect); samples are analysed in chunks of columns that
+share one resample, exactly as the metrics of one cohort do; consecutive samples form
+the analyses the gate judges (``K`` cohorts of one shape). Data and resample seeds
+derive from names (shape, pairs, chunk), so the figures are reproducible and never
+tuned to one seed.
 
-Figures per (shape, pairs):
-* ``coverage``: the decision interval contains the true mean;
-* ``false_win``: its high end is below the true mean (a saving declared where the
-  true effect is zero): one-sided, the target is <= 2.5%;
-* ``false_regression``: its low end above the true mean;
-* ``percentile_coverage`` / ``percentile_false_win``: the same for the reported
-  95% percentile interval, for comparison.
+Figures per (shape, pairs), over all samples:
 
-``uv run python -m tests.stats_calibration`` prints the full table (markdown).
+* ``coverage``: the decision interval contains the true mean; ``false_win``: its high
+  end is below it (a saving declared where there is none; one-sided, target <= 2.5%);
+  ``false_regression``: its low end above it;
+* ``percentile_coverage`` / ``percentile_false_win``: the reported percentile interval;
+
+and per analysis size ``K`` (:class:`Gated`), the decision rule with the gate:
+``insufficient`` (share of samples whose analysis the gate refused), ``false_win`` (a
+decided false win, over all samples: an insufficient effect declares nothing),
+``miscovered`` (decided and the interval misses, over all samples) and, among the
+decided samples, ``coverage_decided`` / ``false_win_decided``.
+
+``uv run python -m tests.stats_calibration [SAMPLES]`` prints the table (markdown);
+``... SAMPLES candidates`` the candidates' table.
 """
 
 from __future__ import annotations
@@ -23,11 +33,12 @@ from __future__ import annotations
 import sys
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
 from pairlab.core.stats import bootstrap_mean_intervals, make_rng
+from pairlab.core.stats.skew_gate import judge_shape, sample_skewness
 
 Sampler = Callable[[np.random.Generator, tuple[int, int]], np.ndarray]
 
@@ -39,6 +50,10 @@ def _lognormal(sigma: float, sign: float) -> Sampler:
 
 SHAPES: dict[str, tuple[str, Sampler]] = {
     "normal": ("normal", lambda rng, shape: rng.normal(0.0, 1.0, shape)),
+    "t3": (
+        "Student t, 3 degrees of freedom (heavy tails)",
+        lambda rng, shape: rng.standard_t(3, shape),
+    ),
     "lognormal": (
         "lognormal sigma 0.5 (skewness 1.75), long tail towards costs",
         _lognormal(0.5, 1.0),
@@ -47,17 +62,31 @@ SHAPES: dict[str, tuple[str, Sampler]] = {
         "lognormal sigma 0.5, long tail towards savings",
         _lognormal(0.5, -1.0),
     ),
-    "t3": (
-        "Student t, 3 degrees of freedom (heavy tails)",
-        lambda rng, shape: rng.standard_t(3, shape),
-    ),
     "lognormal-1": (
-        "lognormal sigma 1.0 (skewness 6.2), long tail towards costs: stress case",
+        "lognormal sigma 1.0 (skewness 6.2), long tail towards costs",
         _lognormal(1.0, 1.0),
     ),
+    "lognormal-1-left": (
+        "lognormal sigma 1.0, long tail towards savings",
+        _lognormal(1.0, -1.0),
+    ),
 }
-PAIRS = (5, 8, 12, 20)
+PAIRS = (8, 10, 15, 25)
+ANALYSIS_COHORTS = (1, 5, 20)  # K: cohorts of one shape the gate judges together
 CHUNK = 500
+RESAMPLES = 4_000
+
+
+@dataclass(frozen=True)
+class Gated:
+    """The decision rule with the skewness gate, for analyses of ``cohorts`` cohorts."""
+
+    cohorts: int
+    insufficient: float
+    false_win: float
+    miscovered: float
+    coverage_decided: float
+    false_win_decided: float
 
 
 @dataclass(frozen=True)
@@ -68,20 +97,39 @@ class Cell:
     coverage: float
     false_win: float
     false_regression: float
-    false_win_family3: (
-        float  # p_saving <= alpha / (2 * 3): Holm's first step over 3 primary contrasts
-    )
+    false_win_family3: float  # p_saving <= alpha / (2 * 3): Holm's first step over 3 primary
     percentile_coverage: float
     percentile_false_win: float
+    gated: dict[int, Gated] = field(default_factory=dict)
 
-    def se(self, rate: float) -> float:
-        """Monte-Carlo standard error of a rate measured on this cell's samples."""
-        return float(np.sqrt(max(rate * (1 - rate), 1e-12) / self.samples))
+    def se(self, rate: float, samples: int | None = None) -> float:
+        """Monte-Carlo standard error of a rate measured on ``samples`` (this cell's)."""
+        return float(np.sqrt(max(rate * (1 - rate), 1e-12) / (samples or self.samples)))
 
 
-def run_cell(shape: str, pairs: int, samples: int, resamples: int = 10_000) -> Cell:
+def _gated(cohorts: int, covered: np.ndarray, win: np.ndarray, g1: np.ndarray, n: int) -> Gated:
+    groups = len(g1) // cohorts
+    verdict = judge_shape(
+        g1[: groups * cohorts].reshape(groups, cohorts).T, np.full((cohorts, groups), n)
+    )
+    refused = np.repeat(verdict.skewed, cohorts)
+    cov, fw = covered[: groups * cohorts], win[: groups * cohorts]
+    decided = ~refused
+    total = len(refused)
+    return Gated(
+        cohorts=cohorts,
+        insufficient=float(refused.mean()),
+        false_win=float(np.sum(fw & decided) / total),
+        miscovered=float(np.sum(~cov & decided) / total),
+        coverage_decided=float(cov[decided].mean()) if decided.any() else float("nan"),
+        false_win_decided=float(fw[decided].mean()) if decided.any() else float("nan"),
+    )
+
+
+def run_cell(shape: str, pairs: int, samples: int, resamples: int = RESAMPLES) -> Cell:
     sampler = SHAPES[shape][1]
     hits = np.zeros(6)
+    covered, wins, skew = [], [], []
     for chunk in range(samples // CHUNK):
         data = sampler(
             make_rng("calibration", shape, str(pairs), str(chunk), "data"), (pairs, CHUNK)
@@ -94,51 +142,100 @@ def run_cell(shape: str, pairs: int, samples: int, resamples: int = 10_000) -> C
         )
         d = got.decision
         assert d is not None
+        inside = (d.low <= 0) & (d.high >= 0)
         hits += [
-            np.sum((d.low <= 0) & (d.high >= 0)),
+            np.sum(inside),
             np.sum(d.high < 0),
             np.sum(d.low > 0),
             np.sum(d.p_saving <= 0.05 / 6),
             np.sum((got.low <= 0) & (got.high >= 0)),
             np.sum(got.high < 0),
         ]
+        covered.append(inside)
+        wins.append(d.high < 0)
+        skew.append(sample_skewness(data))
     total = (samples // CHUNK) * CHUNK
     rates = hits / total
-    return Cell(shape, pairs, total, *(float(r) for r in rates))
+    cov, win, g1 = (np.concatenate(x) for x in (covered, wins, skew))
+    gated = {k: _gated(k, cov, win, g1, pairs) for k in ANALYSIS_COHORTS}
+    return Cell(shape, pairs, total, *(float(r) for r in rates), gated=gated)  # type: ignore[arg-type]
 
 
 def run_study(
-    shapes: tuple[str, ...] = tuple(SHAPES), pairs: tuple[int, ...] = PAIRS, samples: int = 10_000
+    shapes: tuple[str, ...] = tuple(SHAPES),
+    pairs: tuple[int, ...] = PAIRS,
+    samples: int = 8_000,
+    resamples: int = RESAMPLES,
 ) -> list[Cell]:
     jobs = [(s, n) for s in shapes for n in pairs]
     with ThreadPoolExecutor(max_workers=2) as pool:
-        return list(pool.map(lambda job: run_cell(job[0], job[1], samples), jobs))
+        return list(pool.map(lambda job: run_cell(job[0], job[1], samples, resamples), jobs))
+
+
+def _pct(rate: float, digits: int = 1) -> str:
+    return "-" if rate != rate else f"{rate:.{digits}%}"
 
 
 def markdown(cells: list[Cell]) -> str:
+    """Two tables: the decision interval alone, and the decision rule with the gate."""
     lines = [
-        "| shape | pairs | decision coverage | false-win | false-regression | false-win, 1 of 3 primary (Holm) | percentile coverage | percentile false-win |",
+        "| shape | pairs | decision coverage | false-win | false-regression | "
+        "false-win, 1 of 3 primary (Holm) | percentile coverage | percentile false-win |",
         "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |",
     ]
     for c in cells:
         lines.append(
-            f"| {c.shape} | {c.pairs} | {c.coverage:.1%} | {c.false_win:.2%} | "
-            f"{c.false_regression:.2%} | {c.false_win_family3:.2%} | {c.percentile_coverage:.1%} | "
-            f"{c.percentile_false_win:.2%} |"
+            f"| {c.shape} | {c.pairs} | {_pct(c.coverage)} | {_pct(c.false_win, 2)} | "
+            f"{_pct(c.false_regression, 2)} | {_pct(c.false_win_family3, 2)} | "
+            f"{_pct(c.percentile_coverage)} | {_pct(c.percentile_false_win, 2)} |"
         )
+    lines += [
+        "",
+        "| shape | pairs | cohorts per analysis | insufficient (skewed) | false-win | "
+        "decided and missed | coverage when decided | false-win when decided |",
+        "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |",
+    ]
+    for c in cells:
+        for k, g in c.gated.items():
+            lines.append(
+                f"| {c.shape} | {c.pairs} | {k} | {_pct(g.insufficient)} | "
+                f"{_pct(g.false_win, 2)} | {_pct(g.miscovered, 2)} | "
+                f"{_pct(g.coverage_decided)} | {_pct(g.false_win_decided, 2)} |"
+            )
     return "\n".join(lines)
+
+
+def mean_g1_table(
+    pairs: tuple[int, ...], sigmas: tuple[float, ...], samples: int = 40_000
+) -> list[list[float]]:
+    """Mean sample skewness G1 of ``n`` pairs from a lognormal of each sigma (0: normal):
+    how :data:`pairlab.core.stats.skew_gate.MEAN_G1` was made (seeds from names)."""
+    rows = []
+    for n in pairs:
+        row = []
+        for sigma in sigmas:
+            rng = make_rng("skewness-table", str(n), str(sigma))
+            draw = (
+                rng.lognormal(0.0, sigma, (n, samples)) if sigma else rng.normal(0, 1, (n, samples))
+            )
+            row.append(round(float(np.mean(sample_skewness(draw))), 3) if sigma else 0.0)
+        rows.append(row)
+    return rows
 
 
 def candidates_cell(
     shape: str, pairs: int, samples: int, resamples: int = 10_000
 ) -> dict[str, tuple[float, float]]:
-    """Coverage and false-win of each candidate decision interval (the calibration study's
-    comparison), all from the same resamples: Student's t, the percentile bootstrap,
-    Hesterberg's expanded percentile, the bootstrap-t, and the chosen hull of t and
-    bootstrap-t."""
+    """Coverage and false-win of each candidate decision procedure (the calibration study's
+    comparison), all from the same samples and resamples: Student's t, the percentile
+    bootstrap, Hesterberg's expanded percentile, BCa, the bootstrap-t, the hull of t and
+    bootstrap-t (the decision interval), a sign-flip test (2-sided at 5%, inverted at the
+    true mean), and the hull gated on each cohort's own skewness (insufficient when
+    ``|G1| > tau(n)``: the gate over one cohort; its figures are over the decided samples)."""
     from scipy import special, stats
 
     from pairlab.core.stats import draw_resample_counts
+    from pairlab.core.stats.skew_gate import tau
     from pairlab.core.stats.studentized import column_stats, studentized_sums
 
     sampler = SHAPES[shape][1]
@@ -166,17 +263,54 @@ def candidates_cell(
         exp = np.quantile(s1, [expanded / 2, 1 - expanded / 2], axis=1) / n + mean
         student = (mean - t_crit * se, mean + t_crit * se)
         hull = (np.minimum(student[0], boot[0]), np.maximum(student[1], boot[1]))
-        for name, (lo, hi) in {
+        # BCa (Efron 1987): bias from the resample sums, acceleration from the jackknife
+        c = data - mean
+        accel = np.sum(c**3, axis=0) / (6.0 * np.sum(c**2, axis=0) ** 1.5)
+        z0 = special.ndtri(np.clip(np.mean(s1 < 0, axis=1), 1e-6, 1 - 1e-6))
+        ends = []
+        for z in (special.ndtri(0.025), special.ndtri(0.975)):
+            q = special.ndtr(z0 + (z0 + z) / (1.0 - accel * (z0 + z)))
+            at = np.clip((q * (resamples - 1)).astype(np.int64), 0, resamples - 1)
+            ends.append(np.take_along_axis(s1, at[:, None], axis=1)[:, 0] / n + mean)
+        # Sign flips: the mean under random signs (exact under a symmetric null)
+        signs = make_rng("calibration", shape, str(pairs), str(chunk), "signs").choice(
+            np.array([-1.0, 1.0]), (resamples, n)
+        )
+        flipped = signs @ data / n
+        p_low = (np.sum(flipped <= mean, axis=0) + 1) / (resamples + 1)
+        p_high = (np.sum(flipped >= mean, axis=0) + 1) / (resamples + 1)
+        procedures = {
             "student-t": student,
             "percentile": (pct[0], pct[1]),
             "expanded percentile": (exp[0], exp[1]),
+            "BCa": (ends[0], ends[1]),
             "bootstrap-t": boot,
             "hull(t, bootstrap-t)": hull,
-        }.items():
-            tally.setdefault(name, np.zeros(2))
-            tally[name] += [np.sum((lo <= 0) & (hi >= 0)), np.sum(hi < 0)]
+        }
+        for name, (lo, hi) in procedures.items():
+            tally.setdefault(name, np.zeros(3))
+            tally[name] += [np.sum((lo <= 0) & (hi >= 0)), np.sum(hi < 0), len(lo)]
+        tally.setdefault("sign-flip", np.zeros(3))
+        tally["sign-flip"] += [
+            np.sum((p_low > 0.025) & (p_high > 0.025)),
+            np.sum(p_low <= 0.025),
+            CHUNK,
+        ]
+        own = np.abs(_g1(data)) <= tau(n)
+        tally.setdefault("hull, own-G1 gate", np.zeros(3))
+        tally["hull, own-G1 gate"] += [
+            np.sum(((hull[0] <= 0) & (hull[1] >= 0))[own]),
+            np.sum((hull[1] < 0)[own]),
+            np.sum(own),
+        ]
     total = (samples // CHUNK) * CHUNK
-    return {name: (float(v[0] / total), float(v[1] / total)) for name, v in tally.items()}
+    out = {name: (float(v[0] / v[2]), float(v[1] / v[2])) for name, v in tally.items()}
+    out["own-G1 gate: insufficient"] = (1.0 - tally["hull, own-G1 gate"][2] / total, 0.0)
+    return out
+
+
+def _g1(data: np.ndarray) -> np.ndarray:
+    return sample_skewness(data)
 
 
 def candidates_markdown(samples: int) -> str:
@@ -184,23 +318,29 @@ def candidates_markdown(samples: int) -> str:
         "student-t",
         "percentile",
         "expanded percentile",
+        "BCa",
         "bootstrap-t",
         "hull(t, bootstrap-t)",
+        "sign-flip",
+        "hull, own-G1 gate",
     )
     lines = [
-        "| shape | pairs | " + " | ".join(f"{n} cov / false-win" for n in names) + " |",
-        "| --- | ---: |" + " ---: |" * len(names),
+        "| shape | pairs | " + " | ".join(names) + " | own-G1 gate: insufficient |",
+        "| --- | ---: |" + " ---: |" * (len(names) + 1),
     ]
-    for shape in SHAPES:
-        for pairs in PAIRS:
-            got = candidates_cell(shape, pairs, samples)
-            cells = " | ".join(f"{got[n][0]:.1%} / {got[n][1]:.2%}" for n in names)
-            lines.append(f"| {shape} | {pairs} | {cells} |")
+    jobs = [(shape, pairs) for shape in SHAPES for pairs in PAIRS]
+    with ThreadPoolExecutor(max_workers=2) as pool:
+        found = list(
+            pool.map(lambda job: candidates_cell(job[0], job[1], samples, RESAMPLES), jobs)
+        )
+    for (shape, pairs), got in zip(jobs, found, strict=True):
+        cells = " | ".join(f"{got[n][0]:.1%} / {got[n][1]:.2%}" for n in names)
+        lines.append(f"| {shape} | {pairs} | {cells} | {got['own-G1 gate: insufficient'][0]:.0%} |")
     return "\n".join(lines)
 
 
 if __name__ == "__main__":
-    n = int(sys.argv[1]) if len(sys.argv) > 1 else 10_000
+    n = int(sys.argv[1]) if len(sys.argv) > 1 else 6_000  # the slow test's samples
     if len(sys.argv) > 2 and sys.argv[2] == "candidates":
         print(candidates_markdown(n))
     else:

@@ -24,6 +24,7 @@ from pairlab.cli.output import emit_json
 from pairlab.core.analysis.study_plan import ResolvedPlan
 from pairlab.core.errors import InvalidInputError, ReasonCode
 from pairlab.core.schemas.intervention_manifest import InterventionIdentity
+from pairlab.core.stats.skew_gate import MAX_CALIBRATED_PAIRS
 
 if TYPE_CHECKING:
     from pairlab.core.analysis.power_study import PowerStudy
@@ -232,6 +233,17 @@ def _print_study(study: PowerStudy) -> None:
             f"{_fmt(r.power_at_required, 3)} | {r.status} |"
         )
     typer.echo("")
+    for need in study.shape:
+        pairs = (
+            f"{need.pairs_needed} pairs"
+            if need.pairs_needed is not None
+            else f"more than {MAX_CALIBRATED_PAIRS} pairs (beyond the calibration)"
+        )
+        typer.echo(
+            f"shape: {need.contrast} {need.metric}: mean skewness {need.mean_skewness:.2f} over "
+            f"{need.cohorts} cohorts; the decision interval is calibrated for it from {pairs} "
+            "per cohort"
+        )
     for note in study.notes:
         typer.echo(f"note: {note}")
     if pre is None:

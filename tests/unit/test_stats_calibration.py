@@ -1,93 +1,103 @@
-"""The calibration study of the decision interval (slow; runs in CI). Figures: docs/statistics.md.
+"""The calibration study of the decision rule (slow; runs in CI). Figures: docs/statistics.md.
 
-For each shape of paired differences (normal, lognormal with its long tail towards
-costs and towards savings, Student t with 3 df, and a strongly skewed stress case)
-and 5, 8, 12 and 20 pairs, 10,000 simulated samples of known mean are analysed by
-the production bootstrap (10,000 resamples; :mod:`tests.stats_calibration`).
+For each shape of paired differences (normal; Student t with 3 df; lognormal sigma 0.5
+and sigma 1, each with its long tail towards costs and towards savings) and 8, 10, 15
+and 25 pairs, 6,000 simulated samples of known mean are analysed by the production
+bootstrap (4,000 resamples) and the skewness gate, the samples grouped into analyses of
+K cohorts of one shape (:mod:`tests.stats_calibration`).
 
-Targets (issue 15): coverage of the decision interval 93-97% at >= 8 pairs for
-every shape; false-win rate (a saving declared where the true effect is zero,
-one-sided) <= 2.5% at >= 5 pairs. Every figure is compared with its target up to
-two Monte-Carlo standard errors (the study measures a rate on 10,000 samples; a
-0.1-point difference is not evidence either way). Where the study *misses* a
-target the test pins the documented figure instead, so that a regression shows
-and an improvement forces the docs to be updated:
+Targets (issue 28), at >= 8 pairs, for every shape: the one-sided false-win rate <=
+2.5% and coverage 93-97%, or the decision says ``insufficient`` (skewed) instead. With
+the gate, over analyses of 20 cohorts (a study of a few tasks x clients), per shape and
+pairs:
 
-* lognormal sigma 0.5, long tail towards costs: false-win 3.8-5.1% for one test
-  at alpha 0.05 (met, 1.3-2.4%, per primary test under the default plan's Holm
-  across three primary contrasts);
-* lognormal sigma 1.0 (stress case): coverage 90-93%, false-win 7-10%.
+* false wins (a decided saving where there is none, over all samples: an insufficient
+  effect declares nothing) <= 2.5%;
+* decided with a miscovering interval (over all samples) <= 7%, i.e. the interval
+  covers or the rule says insufficient at least 93% of the time;
+* where most effects are decided, coverage among them 93-97% and false wins <= 2.5%.
 
-No interval can bound these for every skewed distribution at a few pairs (the
-unseen tail; Bahadur & Savage 1956); docs/statistics.md says which shapes the
-guarantee covers.
+Each figure is compared with its target up to two Monte-Carlo standard errors. One
+cohort alone cannot show its shape (the gate needs two); what deciding it costs on the
+skewed shapes is pinned, so the documented miss stays true.
 """
 
 from __future__ import annotations
 
 import pytest
 
-from tests.stats_calibration import PAIRS, Cell, markdown, run_study
+from tests.stats_calibration import PAIRS, SHAPES, Cell, markdown, run_study
 
 TARGET_COVERAGE = (0.93, 0.97)
 TARGET_FALSE_WIN = 0.025
+SAMPLES = 6_000
+SYMMETRIC = ("normal", "t3")
 
 
 @pytest.fixture(scope="module")
 def cells() -> dict[tuple[str, int], Cell]:
-    found = run_study(samples=10_000)
+    found = run_study(samples=SAMPLES)
     print("\n" + markdown(found))
     return {(c.shape, c.pairs): c for c in found}
 
 
-def _within(value: float, low: float, high: float, se: float) -> bool:
-    return low - 2 * se <= value <= high + 2 * se
+def _at_most(cell: Cell, value: float, target: float, samples: int | None = None) -> bool:
+    return value <= target + 2 * cell.se(target, samples)
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("shape", ["normal", "t3", "lognormal", "lognormal-left"])
-def test_decision_interval_coverage_target_at_8_pairs_and_more(
+@pytest.mark.parametrize("shape", list(SHAPES))
+def test_every_shape_meets_the_targets_or_is_insufficient_in_an_analysis_of_20_cohorts(
     cells: dict[tuple[str, int], Cell], shape: str
 ) -> None:
     for pairs in PAIRS:
         cell = cells[(shape, pairs)]
-        if pairs >= 8:
-            assert _within(cell.coverage, *TARGET_COVERAGE, cell.se(cell.coverage)), cell
-        else:  # 5 pairs: no coverage target; never below 93%
-            assert cell.coverage >= 0.93, cell
+        gated = cell.gated[20]
+        assert _at_most(cell, gated.false_win, TARGET_FALSE_WIN), cell
+        assert _at_most(cell, gated.miscovered, 1 - TARGET_COVERAGE[0]), cell
+        decided = round((1 - gated.insufficient) * cell.samples)
+        if decided >= cell.samples / 2:
+            assert _at_most(cell, gated.false_win_decided, TARGET_FALSE_WIN, decided), cell
+            low, high = TARGET_COVERAGE
+            se = cell.se(gated.coverage_decided, decided)
+            assert low - 2 * se <= gated.coverage_decided <= high + 2 * se, cell
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("shape", ["normal", "t3", "lognormal-left"])
-def test_false_win_target_at_5_pairs_and_more(
+@pytest.mark.parametrize("shape", SYMMETRIC)
+def test_symmetric_shapes_are_decided_and_meet_the_targets_alone(
     cells: dict[tuple[str, int], Cell], shape: str
 ) -> None:
     for pairs in PAIRS:
         cell = cells[(shape, pairs)]
-        assert cell.false_win <= TARGET_FALSE_WIN + 2 * cell.se(TARGET_FALSE_WIN), cell
-        # The mirror image: an increase declared where there is none.
-        if shape != "lognormal-left":
-            assert cell.false_regression <= TARGET_FALSE_WIN + 2 * cell.se(TARGET_FALSE_WIN)
+        low, high = TARGET_COVERAGE
+        assert low - 2 * cell.se(low) <= cell.coverage <= high + 2 * cell.se(high), cell
+        assert _at_most(cell, cell.false_win, TARGET_FALSE_WIN), cell
+        assert _at_most(cell, cell.false_regression, TARGET_FALSE_WIN), cell
+        # the gate rarely refuses them (a refusal is a lost decision, not an error)
+        assert cell.gated[20].insufficient <= 0.05, cell
+        assert cell.gated[5].insufficient <= 0.2, cell
 
 
 @pytest.mark.slow
-def test_skewed_towards_costs_misses_the_single_test_target_as_documented(
-    cells: dict[tuple[str, int], Cell],
+@pytest.mark.parametrize("shape", ["lognormal", "lognormal-1"])
+def test_skewed_towards_costs_misses_without_the_gate_so_the_gate_is_needed(
+    cells: dict[tuple[str, int], Cell], shape: str
 ) -> None:
     for pairs in PAIRS:
-        cell = cells[("lognormal", pairs)]
-        assert 0.03 <= cell.false_win <= 0.055, cell  # documented miss: 3.8-5.1%
-        # Per primary test under the default plan (Holm across 3 primary contrasts): met.
-        assert cell.false_win_family3 <= TARGET_FALSE_WIN + 2 * cell.se(TARGET_FALSE_WIN), cell
-        assert cell.false_regression <= 0.01, cell
+        cell = cells[(shape, pairs)]
+        # the interval alone declares false savings above the target (the issue's finding);
+        # a single cohort cannot be judged, so it decides with them (documented miss)
+        assert cell.false_win > TARGET_FALSE_WIN + 2 * cell.se(TARGET_FALSE_WIN), cell
+        assert cell.gated[1].insufficient == 0.0 and cell.gated[1].false_win == cell.false_win
+        # 20 cohorts of it: refused (almost) always
+        assert cell.gated[20].insufficient >= 0.85, cell
 
 
 @pytest.mark.slow
-def test_stress_case_is_reported_not_claimed(cells: dict[tuple[str, int], Cell]) -> None:
-    for pairs in PAIRS:
-        cell = cells[("lognormal-1", pairs)]
-        assert 0.89 <= cell.coverage <= 0.94, cell
-        assert 0.06 <= cell.false_win <= 0.10, cell
+def test_the_stress_shape_misses_coverage_alone(cells: dict[tuple[str, int], Cell]) -> None:
+    for shape in ("lognormal-1", "lognormal-1-left"):
+        assert all(cells[(shape, pairs)].coverage < 0.935 for pairs in (8, 10)), shape
 
 
 @pytest.mark.slow
@@ -96,6 +106,6 @@ def test_the_reported_percentile_interval_is_why_it_does_not_decide(
 ) -> None:
     # The seed's percentile interval, still reported: too narrow at a few pairs.
     assert cells[("normal", 8)].percentile_coverage < 0.90
-    assert cells[("normal", 5)].percentile_false_win > 0.05
-    for (_shape, _pairs), cell in cells.items():
+    assert cells[("normal", 8)].percentile_false_win > 0.05
+    for cell in cells.values():
         assert cell.coverage > cell.percentile_coverage

@@ -322,6 +322,7 @@ def _analyse_wide(
         decision_high=results["decision_high"],
         p_saving=results["p_saving"],
         p_increase=results["p_increase"],
+        skewness=results["skewness"],
         n=n_eff,
         excluded_null=null_eff,
         notes=notes,

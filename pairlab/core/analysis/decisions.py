@@ -13,7 +13,11 @@ Roles: ``primary`` (the plan's primary metric of a primary contrast),
 Decisions:
 
 * ``insufficient``: no interval (``not-observed``: no pair has the metric;
-  ``too-few-pairs``: fewer non-null pairs than the gate);
+  ``too-few-pairs``: fewer non-null pairs than the gate), or an interval the
+  calibration does not vouch for (``skewed``: the analysis's cohorts show the
+  contrast's metric skewed beyond what the decision interval is calibrated for at
+  their pairs - :mod:`pairlab.core.stats.skew_gate`; the intervals are reported, the
+  decision waits for the pairs needed, :attr:`EffectLabels.shape`);
 * ``not-tested``: a descriptive effect;
 * ``primary-win`` / ``secondary-win``: the family-adjusted two-sided p-value is
   at most alpha, the effect is a saving, correctness did not regress, and the
@@ -29,7 +33,8 @@ Decisions:
 
 Families (per cohort): the primary tests, and the secondary tests, each
 adjusted separately (Holm for primary; the plan's correction for secondary).
-Only effects with the pre-registered minimum pairs join a family.
+Only effects with the pre-registered minimum pairs join a family; a ``skewed``
+effect is not tested, so joins none.
 """
 
 from __future__ import annotations
@@ -44,6 +49,7 @@ from numpy.typing import NDArray
 from pairlab.core.analysis.metrics import METRICS, Contrast
 from pairlab.core.analysis.study_plan import StudyPlan
 from pairlab.core.stats.multiplicity import adjust_pvalues
+from pairlab.core.stats.skew_gate import ShapeVerdict, judge_shape
 
 ROLES: Final = ("primary", "secondary", "descriptive")
 DECISIONS: Final = (
@@ -63,6 +69,7 @@ REASONS: Final = (
     "adjusted-threshold",
     "decision-interval",
     "below-gate",
+    "skewed",
 )
 WINS: Final = ("primary-win", "secondary-win")
 
@@ -134,6 +141,10 @@ REASON_WORDS: Final = {
     "below-gate": ReasonWords(
         "decision interval excludes 0, below the pre-registered pairs", "below the plan's pairs"
     ),
+    "skewed": ReasonWords(
+        "skewed beyond the calibration at these pairs: more pairs needed",
+        "skewed, more pairs needed",
+    ),
     # the headline's reasons for a cell that is no win (pairlab.core.report.headline)
     "not-tested": ReasonWords(None, "not tested"),
     "cohort-below-gate": ReasonWords(None, "cohort below the gate"),
@@ -147,12 +158,14 @@ IntArray = NDArray[np.int8]
 
 @dataclass(frozen=True)
 class EffectLabels:
-    """Codes into ROLES/DECISIONS/REASONS per [cohort, contrast, metric], and adjusted p."""
+    """Codes into ROLES/DECISIONS/REASONS per [cohort, contrast, metric], and adjusted p;
+    ``shape``: the skewness gate's verdict per [contrast, metric] (None: not judged)."""
 
     role: IntArray
     decision: IntArray
     reason: IntArray
     p_adjusted: NDArray[np.float64]
+    shape: ShapeVerdict | None = None
 
     @property
     def win(self) -> NDArray[np.bool_]:
@@ -193,17 +206,26 @@ def label_effects(
     correctness_holds: NDArray[np.bool_],
     graded: NDArray[np.bool_],
     metrics: Sequence[str] = METRICS,
+    skewness: NDArray[np.float64] | None = None,
 ) -> EffectLabels:
     """Labels of [cohort, contrast, metric] effects (see the module docstring).
 
     ``correctness_holds``/``graded``: [cohort, contrast]. ``p_saving``/``p_increase``
     are NaN where no interval was computed. ``metrics`` names the last axis (the
     cohort analysis's :data:`METRICS` by default; another analysis, e.g. of quota
-    consumption, passes its own names and gets the same rule).
+    consumption, passes its own names and gets the same rule). ``skewness``: each
+    effect's sample skewness ``G1`` (NaN: none), for the skewness gate; None: no gate.
     """
     role = np.broadcast_to(roles(plan, contrasts, metrics)[None], n.shape)
     alpha = plan.alpha
     tested_any = (n >= gate) & np.isfinite(p_saving) & np.isfinite(p_increase)
+    descriptive = role == ROLES.index("descriptive")
+    shape = None
+    refused = np.zeros(n.shape, dtype=bool)
+    if skewness is not None and n.size:
+        shape = judge_shape(np.where(tested_any, skewness, np.nan), n)
+        refused = tested_any & ~descriptive & shape.skewed[None]
+    tested_any = tested_any & ~refused
     confirmatory = tested_any & (n >= plan.min_pairs)
     p_two = np.minimum(1.0, 2.0 * np.minimum(p_saving, p_increase))
     primary = role == ROLES.index("primary")
@@ -244,8 +266,8 @@ def label_effects(
     untested = ~tested_any
     decision[untested] = code("insufficient")
     reason[untested] = np.where(n[untested] == 0, why("not-observed"), why("too-few-pairs"))
-    descriptive = role == ROLES.index("descriptive")
+    reason[refused] = why("skewed")
     decision[descriptive & tested_any] = code("not-tested")
     reason[descriptive & tested_any] = why("")
     p_adj = np.where(descriptive | ~confirmatory, np.nan, p_adj)
-    return EffectLabels(np.ascontiguousarray(role), decision, reason, p_adj)
+    return EffectLabels(np.ascontiguousarray(role), decision, reason, p_adj, shape)

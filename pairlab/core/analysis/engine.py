@@ -3,7 +3,8 @@
 :class:`CohortBootstrap` fills result arrays indexed [cohort, contrast, metric]
 (:data:`RESULTS`): the estimate, the reported percentile (or BCa) interval and
 the decision interval with its one-sided p-values, all from one shared resample
-per set of pairs (see :mod:`pairlab.core.analysis.cohorts` for the determinism contract).
+per set of pairs, and the sample skewness the skewness gate judges
+(:mod:`pairlab.core.stats.skew_gate`; no resampling) (see :mod:`pairlab.core.analysis.cohorts` for the determinism contract).
 
 From :data:`PROCESS_POOL_MIN_COHORTS` resampled cohorts on, the cohorts run in
 worker processes instead of threads: drawing the resample counts (np.bincount)
@@ -33,6 +34,7 @@ from pairlab.core.stats import kernels
 from pairlab.core.stats.batch import IntervalBatch
 from pairlab.core.stats.bootstrap import MeanIntervals, Method, bootstrap_mean_intervals
 from pairlab.core.stats.seeds import make_rng
+from pairlab.core.stats.skew_gate import sample_skewness
 
 RESULTS: Final = (
     "estimate",
@@ -42,6 +44,7 @@ RESULTS: Final = (
     "decision_high",
     "p_saving",
     "p_increase",
+    "skewness",
 )
 PROCESS_POOL_MIN_COHORTS = 2_000
 COMPILED_MIN_COHORTS = 1_000
@@ -122,8 +125,9 @@ class CohortBootstrap:
         block: np.ndarray,
         applies: np.ndarray,
     ) -> Iterator[tuple[np.ndarray, np.ndarray, np.random.Generator]]:
-        """Fill the cohort's estimates; yield each set of columns observed in the same
-        pairs, its values and the generator of those pairs (seeded from their names)."""
+        """Fill the cohort's estimates and the resampled columns' sample skewness; yield
+        each set of columns observed in the same pairs, its values and the generator of
+        those pairs (seeded from their names)."""
         observed = ~np.isnan(block)
         counts = observed.sum(axis=0)
         estimate = self.results["estimate"]
@@ -146,7 +150,9 @@ class CohortBootstrap:
         for p, rows in enumerate(patterns):
             cols = eligible[which.ravel() == p]
             rng = make_rng(run_id, key, "pairs", [pair_ids[r] for r in np.flatnonzero(rows)])
-            yield cols, flat[rows][:, cols], rng
+            values = flat[rows][:, cols]
+            self.results["skewness"][idx].reshape(-1)[cols] = sample_skewness(values)
+            yield cols, values, rng
 
     def _store(
         self,

@@ -8,8 +8,14 @@ pre-register (:mod:`pairlab.core.analysis.power` simulates one cohort).
 * the metric of a contrast: the one asked, else the contrast's primary metric, else
   the plan's; a metric that is not the contrast's primary test is noted (it is
   powered at the primary family's alpha);
+* the shape: per contrast and metric, the pilot cohorts' sample skewness judged as
+  an analysis judges it (:mod:`pairlab.core.stats.skew_gate`): the pairs at which the
+  decision interval is calibrated for that shape (``pairsNeeded``; null beyond the
+  calibration), the number ``pairlab aggregate`` gives when the same cohorts are too
+  skewed for their pairs;
 * the value to pre-register: the largest required pairs over the cohorts that
-  could be estimated (None when none could: the pilot is too small).
+  could be estimated, raised to the shape's pairs needed (None when no cohort
+  could be estimated: the pilot is too small).
 """
 
 from __future__ import annotations
@@ -18,12 +24,15 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final, Literal
 
+import numpy as np
+
 from pairlab.core.analysis.metrics import METRICS
 from pairlab.core.analysis.pairing import paired_samples
 from pairlab.core.analysis.power import CohortPlan, Effect, PowerSimulator, plan_cohort
 from pairlab.core.analysis.study_plan import ResolvedPlan
 from pairlab.core.errors import InvalidInputError, ReasonCode
 from pairlab.core.schemas.episode import EpisodeRecord
+from pairlab.core.stats.skew_gate import MAX_CALIBRATED_PAIRS, pairs_needed, sample_skewness
 
 MODELS: Final = ("normal", "empirical")
 DECISION_RULE: Final = "studentized-hybrid (Student t and bootstrap-t hull), Holm's first step"
@@ -61,6 +70,7 @@ class PowerStudy:
     family: int
     rows: list[CohortPlan] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
+    shape: list[ShapeNeed] = field(default_factory=list)
 
     @property
     def alpha_per_test(self) -> float:
@@ -69,7 +79,10 @@ class PowerStudy:
     @property
     def pre_register(self) -> int | None:
         ok = [r for r in self.rows if r.status == "ok" and r.required_pairs is not None]
-        return max((r.required_pairs or 0) for r in ok) if ok else None
+        if not ok:
+            return None
+        shape = [s.pairs_needed or 0 for s in self.shape]
+        return max([*((r.required_pairs or 0) for r in ok), *shape])
 
     def to_json(self) -> dict[str, Any]:
         pre, study = self.pre_register, self.plan.plan
@@ -85,6 +98,7 @@ class PowerStudy:
             "replicates": self.request.replicates,
             "decisionRule": DECISION_RULE,
             "cohorts": [r.to_json() for r in self.rows],
+            "shape": [s.to_json() for s in self.shape],
             "preRegister": None
             if pre is None
             else {
@@ -95,6 +109,45 @@ class PowerStudy:
             },
             "notes": self.notes,
         }
+
+
+@dataclass(frozen=True)
+class ShapeNeed:
+    """The pilot's shape for one contrast's metric: its cohorts' mean sample skewness and
+    the pairs the decision interval needs for it (None: beyond the calibration)."""
+
+    contrast: str
+    metric: str
+    cohorts: int
+    mean_skewness: float
+    pairs_needed: int | None
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "contrast": self.contrast,
+            "metric": self.metric,
+            "cohorts": self.cohorts,
+            "meanSkewness": self.mean_skewness,
+            "pairsNeeded": self.pairs_needed,
+            "calibratedPairs": MAX_CALIBRATED_PAIRS,
+        }
+
+
+def shape_need(contrast: str, metric: str, samples: Sequence[Any]) -> ShapeNeed | None:
+    """:class:`ShapeNeed` from the pilot cohorts' differences (``samples``: arrays of at
+    least 3 pairs each; None when there are none), towards the side their skew points."""
+    g, n = [], []
+    for diffs in samples:
+        found = float(sample_skewness(np.asarray(diffs, dtype=float)[:, None])[0])
+        if found == found:  # not NaN: 3 pairs or more, with spread
+            g.append(found)
+            n.append(len(diffs))
+    if not g:
+        return None
+    mean = float(np.mean(g))
+    sign = 1.0 if mean >= 0 else -1.0
+    needed = pairs_needed(sign * np.asarray(g), np.asarray(n, dtype=np.int64))
+    return ShapeNeed(contrast, metric, len(g), mean, needed if needed > 0 else None)
 
 
 def _bad(message: str) -> InvalidInputError:
@@ -146,11 +199,14 @@ def power_study(
     simulator = PowerSimulator(
         alpha_one_sided=study.alpha_per_test, model=model, replicates=request.replicates
     )
+    pilot: dict[tuple[str, str], list[Any]] = {}
     for m in sorted(set(metrics.values())):
         for sample in paired_samples(records, m):
             label = sample.contrast.label
             if metrics.get(label) != m:
                 continue
+            if sample.diffs.size >= max(3, request.min_pilot_pairs):
+                pilot.setdefault((label, m), []).append(sample.diffs)
             if progress is not None:
                 progress(f"simulating {sample.key['taskId']} {label} {m} ...")
             study.rows.append(
@@ -168,6 +224,17 @@ def power_study(
                     max_pairs=request.max_pairs,
                 )
             )
+    for (label, m), found in pilot.items():
+        need = shape_need(label, m, found)
+        if need is not None:
+            study.shape.append(need)
+            if need.pairs_needed is None:
+                study.notes.append(
+                    f"{label} {m} is skewed beyond the decision interval's calibration "
+                    f"(mean skewness {need.mean_skewness:.2f} over {need.cohorts} cohorts): "
+                    f"more than {MAX_CALIBRATED_PAIRS} pairs per cohort; an analysis of it "
+                    "says insufficient (skewed)"
+                )
     if not study.rows:
         raise InvalidInputError(
             f"{source}: no cohort has the contrasts {', '.join(study.contrasts)}",

@@ -36,6 +36,11 @@ from pairlab.core.analysis.decisions import (
 )
 from pairlab.core.analysis.metrics import KEY_COLUMNS, METRICS, Contrast
 from pairlab.core.analysis.study_plan import ResolvedPlan
+from pairlab.core.stats.skew_gate import (
+    MAX_CALIBRATED_PAIRS,
+    SKEW_GATE_RULE,
+    SKEW_TEST_LEVEL,
+)
 from pairlab.core.stats.studentized import DECISION_DESCRIPTION, DECISION_METHOD
 
 __all__ = [
@@ -100,6 +105,8 @@ class CohortAnalysis:
     p_increase: np.ndarray
     n: np.ndarray
     excluded_null: np.ndarray
+    # each effect's sample skewness, judged by the skewness gate (None: no gate)
+    skewness: np.ndarray | None = None
     notes: list[list[str]] = field(default_factory=list)
     # how the cohorts were resampled (cohort_engine.run_cohorts; not in the JSON: the
     # numbers are the same either way)
@@ -137,6 +144,7 @@ class CohortAnalysis:
             percentile_high=self.high,
             correctness_holds=self.correctness_holds,
             graded=self.graded_pairs > 0,
+            skewness=self.skewness,
         )
 
     @property
@@ -177,6 +185,35 @@ class CohortAnalysis:
                 "minPairs": plan.min_pairs,
                 "decides": "decision interval",
             },
+            "shapeGate": self.shape_gate(),
+        }
+
+    def shape_gate(self) -> dict[str, Any]:
+        """The skewness gate (:mod:`pairlab.core.stats.skew_gate`): its rule, and each
+        contrast's metric it found skewed, with the pairs needed (null: more than the
+        calibration reaches) - the effects behind it are ``insufficient`` (``skewed``)."""
+        shape = self.labels().shape
+        skewed: list[dict[str, Any]] = []
+        if shape is not None:
+            for j, i in zip(*np.nonzero(shape.skewed), strict=True):
+                contrast, needed = self.contrasts[j], int(shape.pairs_needed[j, i])
+                skewed.append(
+                    {
+                        "treatment": contrast.treatment,
+                        "control": contrast.control,
+                        "metric": METRICS[i],
+                        "towards": "costs" if shape.direction[j, i] > 0 else "savings",
+                        "cohorts": int(shape.cohorts[j, i]),
+                        "meanSkewness": _num(float(shape.mean_skewness[j, i])),
+                        "pairsNeeded": needed if needed > 0 else None,
+                    }
+                )
+        return {
+            "rule": SKEW_GATE_RULE,
+            "level": SKEW_TEST_LEVEL,
+            "calibratedPairs": MAX_CALIBRATED_PAIRS,  # pairsNeeded null: more than these
+            "judged": shape is not None,
+            "skewed": skewed,
         }
 
     def to_json(self) -> dict[str, Any]:

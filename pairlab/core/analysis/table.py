@@ -55,7 +55,30 @@ def rule_text(header: dict[str, Any]) -> str:
             f" EXPLORATORY: the gate ({header['gate']}) is below the pre-registered minimum "
             f"({plan['min_pairs']}); effects with fewer pairs make no claim."
         )
-    return text
+    return text + _skewed_text(header.get("shapeGate") or {})
+
+
+def _skewed_text(gate: dict[str, Any]) -> str:
+    """The skewness gate's findings: each skewed contrast's metric and the pairs it needs."""
+    found = gate.get("skewed") or []
+    if not found:
+        return ""
+    parts = []
+    for s in found:
+        needed = s["pairsNeeded"]
+        pairs = (
+            f"{needed} pairs per cohort"
+            if needed is not None
+            else f"more than {gate.get('calibratedPairs')} pairs per cohort (beyond the calibration)"
+        )
+        parts.append(
+            f"{s['metric']} on {s['treatment']} vs {s['control']} (towards {s['towards']}, "
+            f"{s['cohorts']} cohorts): {pairs}"
+        )
+    return (
+        " SKEWED beyond the decision interval's calibration at these pairs, so insufficient "
+        "(reason skewed) until: " + "; ".join(parts) + "."
+    )
 
 
 def render_cohort_table(analysis: CohortAnalysis, metrics: tuple[str, ...] | None = None) -> str:
