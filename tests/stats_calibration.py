@@ -205,6 +205,25 @@ def markdown(cells: list[Cell]) -> str:
     return "\n".join(lines)
 
 
+PAIRS_SEED = "exp2"  # the name docs/statistics.md's pairs-needed figures were drawn with
+
+
+def lognormal_cell(sigma: float, pairs: int, samples: int, resamples: int = 2_000) -> str:
+    """Coverage, false-win and false-regression of the decision interval for lognormal
+    differences of ``sigma`` towards costs at ``pairs`` (the pairs-needed table)."""
+    hits = np.zeros(3)
+    for chunk in range(samples // CHUNK):
+        name = (PAIRS_SEED, str(sigma), str(pairs), str(chunk))
+        data = _lognormal(sigma, 1.0)(make_rng(*name), (pairs, CHUNK))
+        d = bootstrap_mean_intervals(
+            data, make_rng(*name, "r"), n_resamples=resamples, decision_confidence=0.95
+        ).decision
+        assert d is not None
+        hits += [np.sum((d.low <= 0) & (d.high >= 0)), np.sum(d.high < 0), np.sum(d.low > 0)]
+    c, f, r = hits / ((samples // CHUNK) * CHUNK)
+    return f"sigma {sigma} pairs {pairs}: coverage {c:.1%} false-win {f:.2%} false-regression {r:.2%}"
+
+
 def mean_g1_table(
     pairs: tuple[int, ...], sigmas: tuple[float, ...], samples: int = 40_000
 ) -> list[list[float]]:
@@ -340,6 +359,9 @@ def candidates_markdown(samples: int) -> str:
 
 
 if __name__ == "__main__":
+    if len(sys.argv) > 1 and sys.argv[1] == "pairs":
+        print(lognormal_cell(float(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4])))
+        sys.exit(0)
     n = int(sys.argv[1]) if len(sys.argv) > 1 else 6_000  # the slow test's samples
     if len(sys.argv) > 2 and sys.argv[2] == "candidates":
         print(candidates_markdown(n))
