@@ -1,4 +1,6 @@
-"""Statistics for paired evaluations: bootstrap intervals, proportions, seeds.
+"""Statistics for paired evaluations: bootstrap intervals, proportions, seeds, and the
+skewness gate (:mod:`pairlab.core.stats.skew_gate`: which shapes the decision interval
+may decide at a number of pairs).
 
 Pure NumPy/SciPy; no knowledge of episodes or cohorts (that is
 :mod:`pairlab.core.analysis.cohorts`).
