@@ -62,8 +62,8 @@ def render_headline_markdown(headline: Mapping[str, Any]) -> list[str]:
     """The headline as markdown lines (one table per client/version/model)."""
     lines = ["## Answer", ""]
     lines.append(
-        "Counts of **task cohorts** (each task × client × model × stratum analysed on its "
-        "own; never a pooled effect). Tokens and API list price: the plan's decision rule; "
+        "Counts of **task cohorts** (each task × client × model × stratum × intervention "
+        "analysed on its own; never a pooled effect). Tokens and API list price: the plan's decision rule; "
         "subscription quota: the canary's quota rule on paired quota intervals; correctness: "
         f"McNemar's exact test at alpha {headline.get('alpha')}."
     )
