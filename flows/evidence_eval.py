@@ -41,7 +41,7 @@ from pairlab.core.analysis.study_plan import ResolvedPlan
 from pairlab.core.errors import InvalidInputError
 from pairlab.core.findings.warm_stratum import plan_warm_schedule
 from pairlab.core.frozen_settings import check_nothing_dropped
-from pairlab.core.intervention_wiring import require_arms
+from pairlab.core.intervention_wiring import check_same_intervention, require_arms
 from pairlab.core.report.run import QuotaIntervalSettings, RunSettings
 from pairlab.core.schedule import PlannedEpisode, Schedule, plan_schedule
 from pairlab.core.schemas.episode import EpisodeRecord
@@ -158,7 +158,9 @@ def _evaluate(params: EvidenceEvalParams, run_id: str) -> dict[str, Any]:
         task_ids = [t for t in task_ids if t != params.warm.harvest_task]
     schedule = plan_task(params, run_id, task_ids)
     planned_ids = [e.episode_id for e in schedule.entries]
-    check_nothing_dropped(run_id, run_dir.completed(), planned_ids)
+    recorded = run_dir.completed()
+    check_nothing_dropped(run_id, recorded, planned_ids)
+    check_same_intervention(run_id, recorded.values(), profile.intervention)
     # 3. Pre-register: settings and study plan frozen before the first episode (a resumed
     #    run whose plan changed is refused here, plan-changed), the schedule written.
     run_dir.ensure()

@@ -28,6 +28,7 @@ from collections.abc import Iterable, Sequence
 from typing import Any, Final
 
 from pairlab.core.errors import InvalidInputError, ReasonCode
+from pairlab.core.schemas.episode import EpisodeRecord
 from pairlab.core.schemas.intervention_manifest import (
     DEFAULT_INTERVENTION,
     TREATED_ARMS,
@@ -184,6 +185,30 @@ def require_supported_arms(manifest: InterventionManifest, arms: Iterable[str]) 
         )
 
 
+def check_same_intervention(
+    run_id: str, recorded: Iterable[EpisodeRecord], wired: InterventionStamp | None
+) -> None:
+    """Refuse a resume whose intervention is not the one the run's recorded episodes ran:
+    the same id with an edited manifest is another intervention (``resume-changed``)."""
+    if wired is None:
+        return
+    ran = {
+        (r.intervention_id, r.intervention_manifest_sha256)
+        for r in recorded
+        if r.intervention_id is not None
+    }
+    other = sorted(
+        f"{i} ({(sha or '')[:12]})" for i, sha in ran - {(wired.id, wired.manifest_sha256)}
+    )
+    if other:
+        raise InvalidInputError(
+            f"resume of run {run_id} refused: its episodes ran the intervention "
+            f"{', '.join(other)}, not '{wired.id}' ({wired.manifest_sha256[:12]}); was its "
+            "manifest edited? Restore it or start a new run",
+            reason=ReasonCode.RESUME_CHANGED,
+        )
+
+
 def require_arms(profile: RunnerProfile, arms: Iterable[str]) -> None:
     """Refuse a plan asking for an arm the wired profile does not offer -- one its
     intervention declares ``unsupported`` (``arm-not-supported``, exit 2), before any
@@ -205,6 +230,7 @@ __all__ = [
     "EMPTY_CLAUDE_MCP_CONFIG",
     "INTERVENTION_PLACEHOLDER",
     "TREATED_ARMS",
+    "check_same_intervention",
     "claude_arm_args",
     "claude_mcp_config",
     "claude_mcp_config_json",

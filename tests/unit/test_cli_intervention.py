@@ -16,6 +16,8 @@ from pairlab.adapters.interventions import load_intervention
 from pairlab.cli.power import of_intervention
 from pairlab.core.analysis.cohorts import analyse_cohorts
 from pairlab.core.errors import InvalidInputError, ReasonCode
+from pairlab.core.intervention_wiring import check_same_intervention
+from pairlab.core.intervention_wiring import stamp as stamp_of
 from pairlab.core.schemas.episode import EpisodeRecord
 from tests.support import cli_exit
 from tests.unit.test_intervention_manifest import VALID
@@ -168,3 +170,14 @@ def test_power_reads_the_pilot_of_one_intervention() -> None:
         of_intervention(_records(b, 3, 0), identity)
     assert info.value.reason == ReasonCode.INSUFFICIENT_PILOT
     assert "code-index" in info.value.message
+
+
+def test_a_resume_with_an_edited_manifest_is_refused() -> None:
+    stamp = stamp_of(load_intervention("reference").identity)
+    ran = _records(("reference", stamp.version, stamp.manifest_sha256), 2, 10)
+    check_same_intervention("r", ran + _records(None, 1, 0), stamp)  # the same: goes on
+    edited = _records(("reference", stamp.version, "c" * 64), 1, 10)
+    with pytest.raises(InvalidInputError) as info:
+        check_same_intervention("r", ran + edited, stamp)
+    assert info.value.reason == ReasonCode.RESUME_CHANGED
+    assert "cccccccccccc" in info.value.message
