@@ -53,18 +53,84 @@ def serve_command(
     keep_requests: Annotated[
         bool, typer.Option("--keep-requests", help="also store every request body (audits)")
     ] = False,
+    require_auth: Annotated[
+        bool,
+        typer.Option(
+            "--require-auth",
+            help="the stand-in provider: refuse a missing, wrong or expired credential with "
+            "the provider's 401",
+        ),
+    ] = False,
+    accept_credential: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--accept-credential",
+            help="an accepted credential: env:VAR, file:PATH (a Codex auth.json too) or the "
+            "value; repeatable",
+        ),
+    ] = None,
+    expired_credential: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--expired-credential",
+            help="a credential answered as expired (same forms); repeatable",
+        ),
+    ] = None,
 ) -> None:
     """Serve the emulator until interrupted."""
     from pairlab.adapters.emulator import ProviderEmulator
+    from pairlab.adapters.emulator.auth_gate import AuthGate
 
+    if (accept_credential or expired_credential) and not require_auth:
+        raise InvalidInputError(
+            "--accept-credential and --expired-credential need --require-auth",
+            reason=ReasonCode.INVALID_INPUT,
+        )
+    gate = (
+        AuthGate.of(
+            [_credential_source(c) for c in accept_credential or []],
+            [_credential_source(c) for c in expired_credential or []],
+        )
+        if require_auth
+        else None
+    )
     emulator = ProviderEmulator(
-        ledger_dir, host=host, port=port, catalog_dir=catalog_dir, keep_requests=keep_requests
+        ledger_dir,
+        host=host,
+        port=port,
+        catalog_dir=catalog_dir,
+        keep_requests=keep_requests,
+        auth=gate,
     ).start()
-    typer.echo(f"pairlab emulator listening on {emulator.url} (ledgers in {ledger_dir})")
+    auth_note = f", credentials required ({len(gate.accepted)} accepted)" if gate else ""
+    typer.echo(f"pairlab emulator listening on {emulator.url} (ledgers in {ledger_dir}{auth_note})")
     try:
         emulator.serve_forever()
     except KeyboardInterrupt:
         emulator.stop()
+
+
+def _credential_source(text: str) -> str:
+    """``env:VAR`` -> the variable's value, ``file:PATH`` -> the file's text, else ``text``."""
+    import os
+
+    if text.startswith("env:"):
+        value = os.environ.get(text[4:], "")
+        if not value.strip():
+            raise EnvironmentUnavailable(
+                f"environment variable {text[4:]} is unset or empty",
+                reason=ReasonCode.CREDENTIAL_MISSING,
+            )
+        return value.strip()
+    if text.startswith("file:"):
+        try:
+            return Path(text[5:]).read_text(encoding="utf-8").strip()
+        except OSError as exc:
+            raise EnvironmentUnavailable(
+                f"cannot read credential file {text[5:]}: {exc}",
+                reason=ReasonCode.CREDENTIAL_MISSING,
+            ) from exc
+    return text
 
 
 def _refusal(body: str) -> tuple[str, ReasonCode]:

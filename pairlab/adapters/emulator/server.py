@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Final
 from urllib.parse import urlsplit
 
+from pairlab.adapters.emulator.auth_gate import AuthGate
 from pairlab.adapters.emulator.model_api import Incoming
 from pairlab.adapters.emulator.reply import Reply
 from pairlab.adapters.emulator.service import EmulatorService
@@ -213,6 +214,7 @@ class ProviderEmulator:
         clock: Callable[[], float] = time.time,
         accounts: dict[str, AccountPlan] | None = None,
         keep_requests: bool = False,
+        auth: AuthGate | None = None,
     ) -> None:
         self.service = EmulatorService(
             ledger_dir,
@@ -220,6 +222,7 @@ class ProviderEmulator:
             clock=clock,
             accounts=accounts,
             keep_requests=keep_requests,
+            auth=auth,
         )
         self.host, self.port = host, port
         self._server: _Server | None = None

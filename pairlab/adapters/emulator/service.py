@@ -17,6 +17,10 @@ episode: ``ANTHROPIC_BASE_URL=http://H:P/e/<token>``, Codex
 | GET | ``/admin/accounts/<a>/charges?after=N`` | the account's charge counter; episodes charged after N |
 | GET | ``/healthz`` | liveness |
 
+With an :class:`~pairlab.adapters.emulator.auth_gate.AuthGate` (``serve --require-auth``),
+every route but the admin API, ``/healthz`` and ``HEAD`` first checks the credential and
+answers the provider's 401 when it is missing, wrong or expired (the stand-in provider).
+
 Anything else gets the 404 of the provider the client meant, in that provider's shape
 and with its request-id header (``unserved``), and a ledger row: a request row of the
 episode's ledger (status 404, not a model request, never billed) under ``/e/<t>``, else
@@ -37,6 +41,7 @@ from urllib.parse import parse_qs
 
 from pydantic import ValidationError
 
+from pairlab.adapters.emulator.auth_gate import AuthGate
 from pairlab.adapters.emulator.catalog_scripts import task_script
 from pairlab.adapters.emulator.episodes import (
     UNROUTED_LEDGER,
@@ -115,8 +120,10 @@ class EmulatorService:
         clock: Callable[[], float] = time.time,
         accounts: dict[str, AccountPlan] | None = None,
         keep_requests: bool = False,
+        auth: AuthGate | None = None,
     ) -> None:
         self.ledger_dir = ledger_dir
+        self.auth = auth
         self.ledger_dir.mkdir(parents=True, exist_ok=True)
         self.catalog_dir = catalog_dir
         self.clock = clock
@@ -208,6 +215,10 @@ class EmulatorService:
             return self._admin(req, parts[2:])
         if req.method == "GET" and len(parts) == 4 and parts[:2] + parts[3:] == _CHARGES_ROUTE:
             return self._charges(parts[2], req)
+        if self.auth is not None and req.method != "HEAD":
+            refused = self._unauthenticated(req)
+            if refused is not None:
+                return refused
         if len(parts) >= 2 and parts[0] == "a":
             return self._usage(req, self.account(parts[1]), parts[2:]) or self._not_found(req, None)
         if len(parts) >= 2 and parts[0] == "e":
@@ -273,6 +284,28 @@ class EmulatorService:
             "path": req.path,
             "status": refusal.status,
             "message": refusal.message,
+        }
+        self._writer.append(self.ledger_dir / UNROUTED_LEDGER, row)
+        return PROVIDERS[provider].wire.error_reply(refusal, request_id)
+
+    def _unauthenticated(self, req: Incoming) -> Reply | None:
+        """The provider's 401 when the gate refuses the request's credential (``auth_gate``),
+        with a request id and a row of ``unrouted.jsonl`` that names no credential."""
+        assert self.auth is not None
+        provider = provider_of(req.path, req.headers)
+        refusal = self.auth.refusal(provider, req.headers)
+        if refusal is None:
+            return None
+        request_id = self._request_id()
+        row: dict[str, Any] = {
+            "kind": "unauthenticated",
+            "at": self.clock(),
+            "request_id": request_id,
+            "provider": provider,
+            "method": req.method,
+            "path": req.path,
+            "status": refusal.status,
+            "message": refusal.message if refusal.code != "invalid_api_key" else "invalid_api_key",
         }
         self._writer.append(self.ledger_dir / UNROUTED_LEDGER, row)
         return PROVIDERS[provider].wire.error_reply(refusal, request_id)
