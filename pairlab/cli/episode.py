@@ -38,19 +38,24 @@ def run_one_episode(
     seed: int,
     timeout_s: float | None,
     account_dir: Path | None,
+    intervention: str = "reference",
 ) -> dict[str, Any]:
     from pairlab.adapters.episode.build import episode_spec
     from pairlab.adapters.episode.io import sim_account_dir
     from pairlab.adapters.episode.session import collect_episode, open_run_environment, prepared
+    from pairlab.adapters.interventions import load_intervention
     from pairlab.adapters.paths import catalog_dir
     from pairlab.adapters.profiles import load_named_profile
+    from pairlab.core.intervention_wiring import require_arms
     from pairlab.core.schedule import PlannedEpisode
     from pairlab.core.schemas.catalog import load_suite
     from pairlab.core.schemas.episode import make_episode_id, make_pair_id
 
+    wired = load_intervention(intervention)  # a refused manifest: exit 2, nothing runs
     suite = load_suite(catalog_dir(), suite_id)
     task = suite.task(task_id)
-    profile = load_named_profile(profile_name)
+    profile = load_named_profile(profile_name, intervention=wired)
+    require_arms(profile, [arm])
     run_id = f"episode-{datetime.now(UTC):%Y%m%dT%H%M%SZ}-{secrets.token_hex(3)}"
     pair_id = make_pair_id(run_id, task.id, 0)
     out = out_dir or Path(tempfile.mkdtemp(prefix="pairlab-episode-"))
@@ -94,8 +99,14 @@ def run_one_episode(
         truth = check.to_json() if check is not None else None
     finally:
         env.close()
-    result = {"run_id": run_id, "episode_id": spec.episode_id, "task_id": task.id, "arm": arm}
+    result: dict[str, Any] = {
+        "run_id": run_id,
+        "episode_id": spec.episode_id,
+        "task_id": task.id,
+        "arm": arm,
+    }
     result |= {"profile": profile_name, "client": profile.client, "backend": env.backend.name}
+    result["intervention"] = wired.identity.to_json()
     return result | _outcome_json(episode, outcome, got, truth, keep)
 
 
@@ -188,6 +199,13 @@ def run(
     account_dir: Annotated[
         Path | None, typer.Option("--account-dir", help="simulated quota account dir (sim only)")
     ] = None,
+    intervention: Annotated[
+        str,
+        typer.Option(
+            "--intervention",
+            help="what a treated arm runs: an id under interventions/ or a manifest's path",
+        ),
+    ] = "reference",
 ) -> None:
     """Run one episode and print its outcome, collected files and grader checks."""
     result = run_one_episode(
@@ -202,6 +220,7 @@ def run(
         seed=seed,
         timeout_s=timeout_s,
         account_dir=account_dir,
+        intervention=intervention,
     )
     if json_out:
         emit_json(result)

@@ -51,7 +51,7 @@ def _error(capsys: pytest.CaptureFixture[str], args: list[str]) -> dict[str, Any
         ),
     ],
 )
-@pytest.mark.parametrize("command", ["plan", "eval", "power", "certify"])
+@pytest.mark.parametrize("command", ["plan", "eval", "power", "certify", "episode"])
 def test_a_refused_manifest_is_exit_2_with_its_reason_before_anything_runs(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], mutate: Any, reason: str, command: str
 ) -> None:
@@ -61,6 +61,10 @@ def test_a_refused_manifest_is_exit_2_with_its_reason_before_anything_runs(
         "eval": ["eval", "--profile", "claude", "--work-dir", str(tmp_path / "w"), "--json"],
         "power": ["power", str(tmp_path / "no-pilot.jsonl"), "--json"],
         "certify": ["certify", "--profile", "claude", "--json"],
+        "episode": [
+            *["episode", "run", "--profile", "claude", "--task", "fix-median"],
+            *["--arm", "optimizer", "--out", str(tmp_path / "w"), "--json"],
+        ],
     }[command]
     error = _error(capsys, [*args, "--intervention", path])
     assert error["reason_code"] == reason
