@@ -39,6 +39,7 @@ def run_one_episode(
     timeout_s: float | None,
     account_dir: Path | None,
     intervention: str = "reference",
+    account_name: str | None = None,
 ) -> dict[str, Any]:
     from pairlab.adapters.episode.build import episode_spec
     from pairlab.adapters.episode.io import sim_account_dir
@@ -46,11 +47,15 @@ def run_one_episode(
     from pairlab.adapters.interventions import load_intervention
     from pairlab.adapters.paths import catalog_dir
     from pairlab.adapters.profiles import load_named_profile
+    from pairlab.core.accounts import refuse_credential_parameters
     from pairlab.core.intervention_wiring import require_arms
     from pairlab.core.schedule import PlannedEpisode
     from pairlab.core.schemas.catalog import load_suite
     from pairlab.core.schemas.episode import make_episode_id, make_pair_id
 
+    refuse_credential_parameters(
+        {"profile": profile_name, "task": task_id, "arm": arm, "suite": suite_id, "model": model}
+    )
     wired = load_intervention(intervention)  # a refused manifest: exit 2, nothing runs
     suite = load_suite(catalog_dir(), suite_id)
     task = suite.task(task_id)
@@ -70,8 +75,13 @@ def run_one_episode(
         episode_id=make_episode_id(pair_id, arm),
     )
     # the provider emulator for this one episode when the profile runs against it
+    # with an account: its provider URL and credential, no emulator
     env = open_run_environment(
-        profile, backend_name=backend_name, run_id=run_id, ledger_dir=out / "emulator"
+        profile,
+        backend_name=backend_name,
+        run_id=run_id,
+        ledger_dir=out / "emulator",
+        account=account_name,
     )
     try:
         registered = env.register(
@@ -107,6 +117,7 @@ def run_one_episode(
     }
     result |= {"profile": profile_name, "client": profile.client, "backend": env.backend.name}
     result["intervention"] = wired.identity.to_json()
+    result |= {"account": account_name}
     return result | _outcome_json(episode, outcome, got, truth, keep)
 
 
@@ -206,6 +217,14 @@ def run(
             help="what a treated arm runs: an id under interventions/ or a manifest's path",
         ),
     ] = "reference",
+    account: Annotated[
+        str | None,
+        typer.Option(
+            "--account",
+            help="run on this registered account (pairlab account add): its credential and "
+            "provider URL instead of the emulator",
+        ),
+    ] = None,
 ) -> None:
     """Run one episode and print its outcome, collected files and grader checks."""
     result = run_one_episode(
@@ -221,6 +240,7 @@ def run(
         timeout_s=timeout_s,
         account_dir=account_dir,
         intervention=intervention,
+        account_name=account,
     )
     if json_out:
         emit_json(result)

@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Mapping
 from datetime import datetime
 from enum import StrEnum
 from typing import Literal, Protocol
@@ -180,3 +181,30 @@ def _kind_of(client: AccountClient, text: str) -> CredentialKind:
             reason=ReasonCode.CREDENTIAL_MALFORMED,
         )
     return CredentialKind.API_KEY
+
+
+def _credential_kinds(text: str) -> list[str]:
+    """The credential kinds the redaction rules find in ``text`` (not e-mails or paths)."""
+    from pairlab.core.redaction import scan_text
+
+    return sorted(k for k in scan_text(text) if "email" not in k and "path" not in k)
+
+
+def refuse_credential_parameters(values: Mapping[str, object]) -> None:
+    """A credential pasted into a form or command-line parameter is refused
+    (``credential-in-parameter``, exit 2) before anything runs: parameters are recorded
+    (Prefect keeps them, records and reports name them). The message names the parameter
+    and the kind found, never the value; accounts are the way (docs/accounts.md)."""
+    for name, value in values.items():
+        if value is None:
+            continue
+        kinds = _credential_kinds(
+            value if isinstance(value, str) else json.dumps(value, default=str)
+        )
+        if kinds:
+            raise InvalidInputError(
+                f"parameter {name!r} holds what looks like a credential ({', '.join(kinds)}); "
+                "never paste one into a parameter: register it with `pairlab account add` "
+                "and name the account",
+                reason=ReasonCode.CREDENTIAL_IN_PARAMETER,
+            )

@@ -97,10 +97,16 @@ def open_run_environment(
     ledger_dir: Path,
     settings: EmulatorSettings | None = None,
     with_provider: bool = True,
+    account: str | None = None,
 ) -> RunEnvironment:
-    """The run's environment. A profile with ``endpoint: emulator`` gets the provider
-    emulator (and, on Docker, its run network) unless ``with_provider`` is False (the
-    work-pool dispatcher: each worker opens its own); any other gets the named backend."""
+    """The run's environment. With ``account``, the profile runs on that registered
+    account (``adapters/accounts/episode_wiring``: its provider URL, its credential as the
+    CLI's one secret) and no emulator is started. A profile with ``endpoint: emulator``
+    gets the provider emulator (and, on Docker, its run network) unless ``with_provider``
+    is False (the work-pool dispatcher: each worker opens its own); any other gets the
+    named backend."""
+    if account is not None:
+        return _account_environment(profile, account, backend_name=backend_name, run_id=run_id)
     if profile.endpoint == "emulator" and with_provider:
         from pairlab.adapters.run.provider import open_run_endpoint
 
@@ -115,6 +121,23 @@ def open_run_environment(
     from pairlab.adapters.backends.factory import make_backend
 
     return RunEnvironment(make_backend(backend_name, run_id=run_id), profile)
+
+
+def _account_environment(
+    profile: RunnerProfile, account: str, *, backend_name: str, run_id: str
+) -> RunEnvironment:
+    """The profile on a registered account; the credential goes only into the backend's
+    host environment (a secret: its name recorded, never its value)."""
+    import os
+
+    from pairlab.adapters.accounts.episode_wiring import account_host_env, account_run_profile
+    from pairlab.adapters.accounts.selection import load_account
+    from pairlab.adapters.backends.factory import make_backend
+
+    record, credential = load_account(account)
+    wired = account_run_profile(profile, record)
+    host_env = account_host_env(wired, credential, os.environ)
+    return RunEnvironment(make_backend(backend_name, run_id=run_id, host_env=host_env), wired)
 
 
 Prepare = Callable[[ExecutionBackend, EpisodeSpec], PreparedEpisode]

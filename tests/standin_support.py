@@ -1,0 +1,85 @@
+"""The stand-in provider for tests: ``pairlab emulator serve --require-auth`` as an external
+process (never started through a run), and the accounts' local store in a temp dir."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import signal
+import subprocess
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import httpx
+
+from tests.support import CATALOG_DIR, REPO_ROOT, pairlab_argv
+
+
+@dataclass
+class StandIn:
+    url: str
+    ledgers: Path
+
+    def register(self, task_id: str) -> str:
+        """Register one episode over the admin API; its base URL (``<url>/e/<token>``)."""
+        answer = httpx.post(f"{self.url}/admin/episodes", json={"task_id": task_id})
+        answer.raise_for_status()
+        return f"{self.url}/e/{answer.json()['token']}"
+
+
+@contextlib.contextmanager
+def running_standin(root: Path, *accept: str, expired: tuple[str, ...] = ()) -> Iterator[StandIn]:
+    """The stand-in accepting ``accept`` (``env:VAR``/``file:PATH``/values), answering
+    ``expired`` as expired; stopped with SIGINT at the end."""
+    argv = pairlab_argv(
+        "emulator", "serve", "--port", "0", "--ledger-dir", str(root / "ledgers"),
+        "--catalog-dir", str(CATALOG_DIR), "--require-auth",
+    )  # fmt: skip
+    for credential in accept:
+        argv += ["--accept-credential", credential]
+    for credential in expired:
+        argv += ["--expired-credential", credential]
+    server = subprocess.Popen(
+        argv,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        cwd=REPO_ROOT,
+        env={**os.environ, "PYTHONUNBUFFERED": "1"},
+    )
+    try:
+        assert server.stdout is not None
+        first = server.stdout.readline()
+        assert "credentials required" in first, first + (
+            server.stderr.read() if server.stderr else ""
+        )
+        yield StandIn(url=first.split()[4], ledgers=root / "ledgers")
+    finally:
+        server.send_signal(signal.SIGINT)
+        try:
+            server.communicate(timeout=20)
+        except subprocess.TimeoutExpired:
+            server.kill()
+            server.communicate()
+
+
+def local_accounts_env(root: Path, **extra: str) -> dict[str, str]:
+    """The environment of a pairlab process whose accounts live in ``root`` (local file)."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PREFECT_API")}
+    env["PAIRLAB_ACCOUNTS_FILE"] = str(root / "config" / "accounts.json")
+    env["PAIRLAB_ACCOUNT_STORE"] = "file"
+    env.update(extra)
+    return env
+
+
+def files_holding(root: Path, needle: str) -> list[str]:
+    """Every file under ``root`` whose bytes contain ``needle`` (binary files too)."""
+    raw = needle.encode()
+    return sorted(str(p) for p in root.rglob("*") if p.is_file() and raw in p.read_bytes())
+
+
+def ledger_requests(ledger: Path) -> list[dict[str, object]]:
+    rows = [json.loads(line) for line in ledger.read_text().splitlines() if line.strip()]
+    return [r for r in rows if r.get("kind") == "request"]
