@@ -52,6 +52,11 @@ def claude_mcp_config() -> dict[str, Any]:
     return wiring.claude_mcp_config(reference(), _ARM)
 
 
+def claude_mcp_config_json() -> str:
+    """The same document as the compact JSON string ``--mcp-config`` takes."""
+    return wiring.claude_mcp_config_json(reference(), _ARM)
+
+
 def claude_arm_args() -> list[str]:
     """Treated-arm flags: only this server (inline JSON, no file to place)."""
     return wiring.claude_arm_args(reference(), _ARM)
