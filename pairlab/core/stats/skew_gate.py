@@ -147,7 +147,8 @@ def judge_shape(skewness: FloatArray, n: NDArray[np.int64]) -> ShapeVerdict:
     (the pairs behind each value): see the module docstring. Vectorised."""
     seen = np.isfinite(skewness)
     k = seen.sum(axis=0)
-    ref = np.where(seen, tau(np.maximum(n, 3)), np.nan)
+    counts, which = np.unique(np.maximum(n, 3), return_inverse=True)  # tau per distinct n
+    ref = np.where(seen, tau(counts)[which.reshape(np.shape(n))], np.nan)
     g = np.where(seen, skewness, np.nan)
     with np.errstate(invalid="ignore", divide="ignore"):
         mean = np.nansum(np.where(seen, g, 0.0), axis=0) / np.maximum(k, 1)
@@ -178,8 +179,10 @@ def pairs_needed(skewness: FloatArray, n: NDArray[np.int64]) -> int:
     """Pairs at which the decision interval meets its targets for the shape these
     cohorts' ``G1`` (signed towards the tail) show: -1 when beyond the calibration."""
     observed = float(np.mean(skewness))
+    counts, times = np.unique(np.maximum(n, 3), return_counts=True)
+    weights = times / times.sum()
     expected = np.array(
-        [float(np.mean(mean_g1(np.maximum(n, 3), j))) for j in range(len(MEAN_G1_SIGMAS))]
+        [float(np.dot(weights, mean_g1(counts, j))) for j in range(len(MEAN_G1_SIGMAS))]
     )
     sigma = float(np.interp(observed, expected, MEAN_G1_SIGMAS, right=math.inf))
     for calibrated, pairs in PAIRS_FOR_SIGMA:
