@@ -14,7 +14,12 @@ per interval at the shape's pair count (:func:`bench.bench_aggregate.reference_s
 400 intervals, extrapolated to the interval count of the output). Targets: the CLI >= 25x
 the naive way (wall) on both shapes; the 1M shape < 30 s.
 
-Run alone: ``uv run python -m bench.bench_aggregate_cli [--cohorts N --pairs P]``.
+Before/after: ``--before TREE`` (a checkout, e.g. ``git archive 6ca13d8 | tar -x -C
+/tmp/before``) also runs that checkout's ``pairlab`` on the same log in the same run
+(its package first on ``PYTHONPATH``, this environment's dependencies; a small log is
+analysed first so its compiled loops are cached, as they are for the installed one).
+
+Run alone: ``uv run python -m bench.bench_aggregate_cli [--cohorts N --pairs P] [--before TREE]``.
 """
 
 from __future__ import annotations
@@ -61,14 +66,19 @@ def write_episode_log(path: Path, n_cohorts: int, pairs: int) -> int:
     return frame.height
 
 
-def run_cli(log: Path, out: Path) -> dict[str, float]:
-    """``pairlab aggregate LOG --json > OUT`` in a fresh process: wall, CPU, peak RSS."""
-    pairlab = Path(sys.executable).with_name("pairlab")
+def run_cli(log: Path, out: Path, resamples: int, before: Path | None = None) -> dict[str, float]:
+    """``pairlab aggregate LOG --json > OUT`` in a fresh process: wall, CPU, peak RSS
+    (``before``: that checkout's ``pairlab`` instead of the installed one)."""
+    cmd = [str(Path(sys.executable).with_name("pairlab")), "aggregate", str(log), "--json"]
+    cmd += ["--resamples", str(resamples)]
+    env = None
+    if before is not None:
+        entry = "import sys; from pairlab.cli import main; sys.argv[0] = 'pairlab'; main()"
+        cmd = [sys.executable, "-c", entry, *cmd[1:]]
+        env = {**os.environ, "PYTHONPATH": str(before.resolve())}
     started = time.perf_counter()
     with out.open("wb") as sink:
-        proc = subprocess.Popen(
-            [str(pairlab), "aggregate", str(log), "--json"], cwd=ROOT, stdout=sink
-        )
+        proc = subprocess.Popen(cmd, cwd=before or ROOT, stdout=sink, env=env)
         peak_kib = 0
         done = threading.Event()
 
@@ -94,14 +104,38 @@ def run_cli(log: Path, out: Path) -> dict[str, float]:
     }
 
 
-def run_shape(n_cohorts: int, pairs: int, resamples: int = 10_000) -> list[Result]:
+def _holds(old: Any, new: Any) -> bool:
+    """``new`` has every value ``old`` has (fields added since are allowed)."""
+    if isinstance(old, dict):
+        return isinstance(new, dict) and all(k in new and _holds(v, new[k]) for k, v in old.items())
+    if isinstance(old, list):
+        return (
+            isinstance(new, list)
+            and len(old) == len(new)
+            and all(_holds(a, b) for a, b in zip(old, new, strict=True))
+        )
+    return bool(old == new)
+
+
+def run_shape(
+    n_cohorts: int, pairs: int, resamples: int = 10_000, before: Path | None = None
+) -> list[Result]:
     with tempfile.TemporaryDirectory(prefix="pairlab-bench-cli-") as tmp:
         log, out = Path(tmp) / "episodes.jsonl", Path(tmp) / "analysis.json"
         episodes = write_episode_log(log, n_cohorts, pairs)
         log_mb = log.stat().st_size / 1e6
-        figures = run_cli(log, out)
+        figures = run_cli(log, out, resamples)
         out_mb = out.stat().st_size / 1e6
         payload: dict[str, Any] = orjson.loads(out.read_bytes())
+        old: dict[str, float] | None = None
+        if before is not None:
+            warm = Path(tmp) / "warm.jsonl"
+            write_episode_log(warm, 600, pairs)  # >= the compiled path's cohorts: cache it
+            run_cli(warm, Path(tmp) / "warm.json", resamples, before)
+            old = run_cli(log, Path(tmp) / "before.json", resamples, before)
+            old_payload = json.loads((Path(tmp) / "before.json").read_bytes())
+            if not _holds(old_payload, payload):
+                raise RuntimeError("the checkout before gives other JSON content")
     intervals = sum(
         e["ciLow"] is not None for c in payload["cohorts"] for e in c.get("effects", [])
     )
@@ -145,6 +179,20 @@ def run_shape(n_cohorts: int, pairs: int, resamples: int = 10_000) -> list[Resul
             ratio >= TARGET_RATIO,
         ),
         Result(f"  {pairs}-pair shape: the same in CPU time", cpu_ratio, "x", "info", True),
+        *(
+            []
+            if old is None
+            else [
+                Result(
+                    f"  {pairs}-pair shape: before ({before}), wall; "
+                    f"{naive_s / old['wall_s']:.1f}x naive; CPU {old['cpu_s']:.1f} s",
+                    old["wall_s"],
+                    "s",
+                    "info",
+                    True,
+                )
+            ]
+        ),
         Result(f"  {pairs}-pair shape: CPU time of the CLI", figures["cpu_s"], "s", "info", True),
         Result(
             f"  {pairs}-pair shape: peak RSS of the CLI",
@@ -157,9 +205,13 @@ def run_shape(n_cohorts: int, pairs: int, resamples: int = 10_000) -> list[Resul
     return results
 
 
-def run(shapes: tuple[tuple[int, int], ...] = SHAPES, resamples: int = 10_000) -> list[Result]:
+def run(
+    shapes: tuple[tuple[int, int], ...] = SHAPES,
+    resamples: int = 10_000,
+    before: Path | None = None,
+) -> list[Result]:
     """Both shapes, one after the other, in one run."""
-    return [r for cohorts, pairs in shapes for r in run_shape(cohorts, pairs, resamples)]
+    return [r for cohorts, pairs in shapes for r in run_shape(cohorts, pairs, resamples, before)]
 
 
 def main() -> None:
@@ -167,9 +219,10 @@ def main() -> None:
     parser.add_argument("--cohorts", type=int, default=None)
     parser.add_argument("--pairs", type=int, default=None)
     parser.add_argument("--resamples", type=int, default=10_000)
+    parser.add_argument("--before", type=Path, default=None, help="a checkout to compare")
     args = parser.parse_args()
     shapes = SHAPES if args.cohorts is None else ((args.cohorts, args.pairs or 25),)
-    for r in run(shapes, args.resamples):
+    for r in run(shapes, args.resamples, args.before):
         verdict = "PASS" if r.passed else "MISS"
         print(f"{r.name}: {r.figure:,.3g} {r.unit} (target {r.target}) {verdict}")
 
