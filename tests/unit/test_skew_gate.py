@@ -85,7 +85,8 @@ def test_pairs_needed_grows_with_the_skew_and_stops_at_the_calibration() -> None
     at = [pairs_needed(np.full(10, MEAN_G1[4, j]), n) for j in range(len(MEAN_G1_SIGMAS))]
     assert at == sorted(at, key=lambda p: p if p > 0 else 10**9)
     assert at[MEAN_G1_SIGMAS.index(CALIBRATED_SIGMA)] == 8
-    assert at[MEAN_G1_SIGMAS.index(0.5)] == MAX_CALIBRATED_PAIRS
+    assert at[MEAN_G1_SIGMAS.index(0.5)] == 100
+    assert at[MEAN_G1_SIGMAS.index(0.75)] == MAX_CALIBRATED_PAIRS == 400
     assert at[MEAN_G1_SIGMAS.index(1.0)] == -1
     # the same shape at 100 pairs per cohort is tolerated: no longer judged skewed
     wide = sample_skewness(_cohorts(0.45, 1.0, 30, 100, "wide"))

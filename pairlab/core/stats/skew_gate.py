@@ -83,7 +83,7 @@ MEAN_G1: Final = np.array(
 # Pairs at which the decision interval meets the targets for a lognormal of this sigma,
 # towards costs (docs/statistics.md, "pairs the skewed shapes need"); the first entry is
 # the calibrated shape (targets met from 8 pairs on).
-PAIRS_FOR_SIGMA: Final = ((CALIBRATED_SIGMA, 8), (0.5, 100))
+PAIRS_FOR_SIGMA: Final = ((CALIBRATED_SIGMA, 8), (0.5, 100), (0.75, 400))
 MAX_CALIBRATED_PAIRS: Final = PAIRS_FOR_SIGMA[-1][1]
 
 
