@@ -151,7 +151,10 @@ def _evaluate(params: EvidenceEvalParams, run_id: str) -> dict[str, Any]:
     #    what the run measures is refused, resume-changed; flows/evidence/resume.py).
     params, resumed = settle_params(params, run_dir)
     # 2. Plan: the suite's tasks (the warm harvest task runs once, before the strata).
-    suite, profile = load_eval_inputs(params.suite, params.profile, params.intervention)
+    #    A pypi intervention is installed into its own environment here (cached).
+    suite, profile = load_eval_inputs(
+        params.suite, params.profile, params.intervention, backend_name=params.backend
+    )
     require_arms(profile, params.arms)
     task_ids = suite.select(params.task_filter)  # a task of another suite: refused
     if params.warm is not None:

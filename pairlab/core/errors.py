@@ -43,6 +43,10 @@ class ReasonCode(StrEnum):
     INTERVENTION_MISSING_COMMAND = "intervention-missing-command"
     INTERVENTION_UNPINNED = "intervention-unpinned-requirement"
     UNKNOWN_INTERVENTION = "unknown-intervention"
+    # installing a pypi intervention (adapters/intervention_install), before any episode
+    INTERVENTION_LOCK_MISSING = "intervention-lock-missing"
+    INTERVENTION_LOCK_MISMATCH = "intervention-lock-mismatch"
+    INTERVENTION_INSTALL_FAILED = "intervention-install-failed"
     ARM_NOT_SUPPORTED = "arm-not-supported"
     EXECUTION_FAILED = "execution-failed"
     USAGE_UNREADABLE = "usage-unreadable"

@@ -7,8 +7,10 @@ Layout of an episode root (``<base>/pairlab-ep-<hash>-<random>/``)::
     graph/ state/
     owner.json   run id, episode id and the owning process (for orphan cleanup)
 
-The environment is built from the profile's allowlist (see ``environment``), and
-the venv's bin directory is put first on PATH so console scripts installed with
+The environment is built from the profile's allowlist (see ``environment``); a treated
+arm gets an installed pypi intervention's own bin directory first on PATH
+(``treatment.path_prepend``, ``adapters/intervention_install``), then
+the venv's bin directory is put on PATH so console scripts installed with
 pairlab (``simclient``) resolve, then the directories of the real CLIs bundled in
 the pinned wheels, so profile commands ``claude`` and ``codex`` resolve too.
 """
@@ -23,7 +25,7 @@ import shutil
 import socket
 import sys
 import tempfile
-from collections.abc import Mapping, Set
+from collections.abc import Mapping, Sequence, Set
 from pathlib import Path
 
 from pairlab.adapters.backends.base import (
@@ -49,11 +51,12 @@ ROOT_PREFIX = "pairlab-ep-"
 OWNER_FILE = "owner.json"
 
 
-def agent_path(path: str | None) -> str:
-    """PATH for a local episode: this environment's bin directory (the simulator's console
-    script lives there) first, then the real CLIs' bundled directories (``claude``,
+def agent_path(path: str | None, before: Sequence[str] = ()) -> str:
+    """PATH for a local episode: ``before`` (a treated arm: an installed pypi
+    intervention's own ``bin``), this environment's bin directory (the simulator's console
+    script lives there), then the real CLIs' bundled directories (``claude``,
     ``codex`` and Codex's ``rg``; see ``clients.registry``), then ``path`` (or the system default)."""
-    first = [str(Path(sys.executable).parent), *(str(d) for d in bundled_path_dirs())]
+    first = [*before, str(Path(sys.executable).parent), *(str(d) for d in bundled_path_dirs())]
     rest = path or os.defpath
     return os.pathsep.join([*first, *[p for p in rest.split(os.pathsep) if p not in first]])
 
@@ -141,7 +144,8 @@ class LocalBackend:
             if spec.sim_account_dir is not None:
                 spec.sim_account_dir.mkdir(parents=True, exist_ok=True)
             env, secrets = build_env(spec, paths, self.host_env, as_root=os.geteuid() == 0)
-            env["PATH"] = agent_path(env.get("PATH"))
+            before = spec.profile.treatment.path_prepend if spec.is_treated else []
+            env["PATH"] = agent_path(env.get("PATH"), before)
             argv = build_argv(spec, paths.workdir)
         except BaseException:
             shutil.rmtree(root, ignore_errors=True)

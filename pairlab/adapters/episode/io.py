@@ -16,6 +16,7 @@ from datetime import datetime
 from pathlib import Path
 
 from pairlab.adapters.backends.base import CollectedFiles
+from pairlab.adapters.intervention_install import install_for_backend
 from pairlab.adapters.interventions import load_intervention
 from pairlab.adapters.paths import catalog_dir
 from pairlab.adapters.profiles import load_named_profile
@@ -30,12 +31,19 @@ FINAL_ANSWER = re.compile(r"^FINAL ANSWER:\s?(.*)$", re.MULTILINE)
 
 
 def load_eval_inputs(
-    suite_id: str, profile_name: str, intervention: str = DEFAULT_INTERVENTION
+    suite_id: str,
+    profile_name: str,
+    intervention: str = DEFAULT_INTERVENTION,
+    backend_name: str | None = None,
 ) -> tuple[LoadedSuite, RunnerProfile]:
     """The suite and the profile with ``intervention`` (an id or a manifest's path) wired
-    into its treated arms."""
+    into its treated arms; with ``backend_name``, a pypi intervention is also installed
+    for that backend (``adapters/intervention_install``), before any episode runs."""
     wired = load_intervention(intervention)
-    return load_suite(catalog_dir(), suite_id), load_named_profile(profile_name, intervention=wired)
+    profile = load_named_profile(profile_name, intervention=wired)
+    if backend_name is not None:
+        profile = install_for_backend(profile, wired, backend_name)
+    return load_suite(catalog_dir(), suite_id), profile
 
 
 def sim_account_dir(work_dir: Path, profile: RunnerProfile) -> Path | None:

@@ -16,6 +16,9 @@ Rules enforced here, before anything runs (each refusal is an
 * no command (missing or empty) -> ``intervention-missing-command``;
 * a PyPI requirement that is not ``name==version`` or lacks a sha256 ->
   ``intervention-unpinned-requirement``;
+* a ``lock`` path that is absolute or leaves the manifest's directory, or a ``lock``
+  on a module install -> ``invalid-intervention`` (whether the file exists and pins
+  the requirement is checked by the installer, ``adapters/intervention_install``);
 * anything else malformed (a bad id, an env variable Codex would not pass because it
   is missing from ``env_vars``, every arm unsupported, ...) -> ``invalid-intervention``.
 
@@ -62,19 +65,23 @@ class Install(StrictModel):
     """How the server gets onto an episode's PATH: exactly one of ``pypi`` (a pinned
     ``name==version`` with the sha256 of the distribution uv installs, into the
     intervention's own environment) or ``module`` (a module inside this project, which
-    ships with pairlab and in its client images)."""
+    ships with pairlab and in its client images). ``lock`` (pypi only) is the fully
+    hashed requirements file, relative to the manifest's directory, that the installer
+    hands ``uv pip install --require-hashes``; a pypi intervention without one can be
+    validated and planned but not installed."""
 
     pypi: str | None = None
     sha256: str | None = None
     module: str | None = None
+    lock: str | None = None
 
     @model_validator(mode="after")
     def _one_source(self) -> Install:
         if (self.pypi is None) == (self.module is None):
             raise ValueError("install: give exactly one of 'pypi' or 'module'")
         if self.module is not None:
-            if self.sha256 is not None:
-                raise ValueError("install: 'sha256' belongs to a 'pypi' requirement")
+            if self.sha256 is not None or self.lock is not None:
+                raise ValueError("install: 'sha256' and 'lock' belong to a 'pypi' requirement")
             if not _MODULE.match(self.module):
                 raise ValueError(f"install.module: {self.module!r} is not a dotted module name")
             return self
@@ -87,6 +94,13 @@ class Install(StrictModel):
                 "install.sha256: a pypi requirement needs the sha256 (64 lowercase hex "
                 "digits) of the distribution it installs"
             )
+        if self.lock is not None:
+            pure = PurePosixPath(self.lock)
+            if not self.lock or pure.is_absolute() or ".." in pure.parts:
+                raise ValueError(
+                    f"install.lock: {self.lock!r} must be a path relative to the manifest's "
+                    "directory that stays inside it"
+                )
         return self
 
     @property
@@ -94,6 +108,12 @@ class Install(StrictModel):
         """The requirement's distribution name (pypi installs only)."""
         found = _PINNED.match(self.pypi or "")
         return found.group("name") if found else None
+
+    @property
+    def pinned_version(self) -> str | None:
+        """The requirement's one version (pypi installs only)."""
+        found = _PINNED.match(self.pypi or "")
+        return found.group("version") if found else None
 
 
 class SeedFile(StrictModel):

@@ -72,6 +72,10 @@ class Treatment(StrictModel):
     env: dict[str, str] = Field(default_factory=dict)
     # per treated arm, added after env (filled from an intervention manifest's arm wiring)
     arm_env: dict[str, dict[str, str]] = Field(default_factory=dict)
+    # directories put first on a treated arm's PATH (the local backend): the own
+    # environment's bin of an installed pypi intervention (adapters/intervention_install);
+    # never written in a profile file
+    path_prepend: list[str] = Field(default_factory=list)
 
 
 class InterventionStamp(StrictModel):
