@@ -36,6 +36,7 @@ from pairlab.adapters.run.directory import RunDir
 from pairlab.adapters.run.frozen_settings import write_frozen_settings
 from pairlab.adapters.run.outputs import published_location, quota_provider
 from pairlab.adapters.run.study_plan import freeze_plan
+from pairlab.core.accounts import refuse_credential_parameters
 from pairlab.core.analysis.cohorts import resolve_gate
 from pairlab.core.analysis.study_plan import ResolvedPlan
 from pairlab.core.errors import InvalidInputError
@@ -85,6 +86,7 @@ def open_environment(
         ledger_dir=run_dir.path / "emulator",
         settings=params.emulator,
         with_provider=params.dispatch.mode == "in-process",
+        account=params.account,
     )
 
 
@@ -146,6 +148,8 @@ def evidence_eval(params: EvidenceEvalParams) -> dict[str, Any]:
 
 
 def _evaluate(params: EvidenceEvalParams, run_id: str) -> dict[str, Any]:
+    # 0. A credential pasted into a parameter (the form) is refused before anything runs.
+    refuse_credential_parameters(params.model_dump(mode="json"))
     run_dir = RunDir(Path(params.work_dir), run_id)
     # 1. A resume goes on with the run's frozen settings (a request that would change
     #    what the run measures is refused, resume-changed; flows/evidence/resume.py).

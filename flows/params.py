@@ -76,6 +76,12 @@ class EvidenceEvalParams(BaseModel):
     model: str | None = Field(
         None, description="Model id passed to the CLI (profile default if empty)"
     )
+    account: str | None = Field(
+        None,
+        description="A registered account (`pairlab account add`) the episodes run on: its "
+        "credential and provider URL instead of the emulator; only its name, never a credential "
+        "(empty = none, docs/accounts.md)",
+    )
     repetitions: int = Field(
         5, ge=1, le=200, description="Pairs per task (5 passes the default gate)"
     )
@@ -159,7 +165,7 @@ class EvidenceEvalParams(BaseModel):
         ),
     )
 
-    _unset_if_empty = field_validator("model", "study_plan", "run_id", mode="before")(
+    _unset_if_empty = field_validator("model", "account", "study_plan", "run_id", mode="before")(
         _empty_is_unset
     )
 

@@ -30,9 +30,11 @@ class StandIn:
 
 
 @contextlib.contextmanager
-def running_standin(root: Path, *accept: str, expired: tuple[str, ...] = ()) -> Iterator[StandIn]:
-    """The stand-in accepting ``accept`` (``env:VAR``/``file:PATH``/values), answering
-    ``expired`` as expired; stopped with SIGINT at the end."""
+def running_standin(
+    root: Path, *accept: str, expired: tuple[str, ...] = (), env: dict[str, str] | None = None
+) -> Iterator[StandIn]:
+    """The stand-in accepting ``accept`` (``env:VAR``/``file:PATH``/values; variables from
+    ``env``, default this process's), answering ``expired`` as expired; stopped with SIGINT."""
     argv = pairlab_argv(
         "emulator", "serve", "--port", "0", "--ledger-dir", str(root / "ledgers"),
         "--catalog-dir", str(CATALOG_DIR), "--require-auth",
@@ -47,7 +49,7 @@ def running_standin(root: Path, *accept: str, expired: tuple[str, ...] = ()) -> 
         stderr=subprocess.PIPE,
         text=True,
         cwd=REPO_ROOT,
-        env={**os.environ, "PYTHONUNBUFFERED": "1"},
+        env={**(os.environ if env is None else env), "PYTHONUNBUFFERED": "1"},
     )
     try:
         assert server.stdout is not None

@@ -47,6 +47,7 @@ def run_pair_flow(request: RunPairRequest) -> list[str]:
         run_id=request.run_id,
         ledger_dir=run_dir.path / "emulator",
         settings=params.emulator,
+        account=params.account,
     )
     try:
         ctx = EpisodeContext(params, suite, env, run_dir, sim_account_dir(work_dir, profile))

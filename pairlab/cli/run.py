@@ -54,11 +54,27 @@ def _prepare_docker_images(profile: Any) -> None:
         ensure_image(profile.image)
 
 
+def _account_profile(params: Any) -> Any:
+    """With ``--account`` and the default profile, the profile of the account's client (an
+    unknown account: exit 2 with the known names; a credential missing: exit 3)."""
+    from pairlab.adapters.accounts.selection import load_account
+
+    record, _ = load_account(params.account)
+    if params.profile == type(params).model_fields["profile"].default:
+        return params.model_copy(update={"profile": record.client})
+    return params
+
+
 def _run_eval(params: Any, *, show_progress: bool) -> dict[str, Any]:
     from pairlab.adapters.episode.io import load_eval_inputs
+    from pairlab.core.accounts import refuse_credential_parameters
     from pairlab.core.intervention_wiring import require_arms
 
-    # an unknown or refused profile, intervention or arm: exit 2, before any flow
+    # a pasted credential, an unknown account, profile, intervention or arm: exit 2,
+    # before any flow
+    refuse_credential_parameters(params.model_dump(mode="json"))
+    if params.account is not None:
+        params = _account_profile(params)
     _, profile = load_eval_inputs(params.suite, params.profile, params.intervention)
     require_arms(profile, params.arms)
     if params.backend == "docker" and params.dispatch.mode == "in-process":
@@ -224,7 +240,7 @@ def _eval_options() -> list[inspect.Parameter]:
         ),
         *[
             field_option(E, name)
-            for name in ("model", "seed", "concurrency", "min_pairs", "run_id")
+            for name in ("model", "account", "seed", "concurrency", "min_pairs", "run_id")
         ],
         field_option(E, "study_plan", param="plan", flags=["--plan"]),
         *[field_option(E, name) for name in ("include_transcript", "keep_workspaces")],
