@@ -48,7 +48,9 @@ from pairlab.core.schemas.profile import RunnerProfile
 CACHE_ENV: Final = "PAIRLAB_INTERVENTION_CACHE"
 MARKER: Final = ".pairlab-installed.json"
 UV_TIMEOUT_S: Final = 900.0
-_REQUIREMENT_LINE = re.compile(r"^(?P<name>[A-Za-z0-9][A-Za-z0-9._-]*)(?:\[[^\]]*\])?==(?P<ver>\S+)")
+_REQUIREMENT_LINE = re.compile(
+    r"^(?P<name>[A-Za-z0-9][A-Za-z0-9._-]*)(?:\[[^\]]*\])?==(?P<ver>\S+)"
+)
 _HASH = re.compile(r"--hash=sha256:([0-9a-f]{64})")
 
 
@@ -59,11 +61,7 @@ def stderr_log(message: str) -> None:
 
 def cache_root() -> Path:
     configured = os.environ.get(CACHE_ENV)
-    return (
-        Path(configured)
-        if configured
-        else Path.home() / ".cache" / "pairlab" / "interventions"
-    )
+    return Path(configured) if configured else Path.home() / ".cache" / "pairlab" / "interventions"
 
 
 def _normalize(name: str) -> str:
@@ -162,7 +160,9 @@ def _failed(loaded: LoadedIntervention, what: str) -> ExecutionError:
 
 
 def _uv(loaded: LoadedIntervention, uv: str, args: list[str], cwd: Path) -> None:
-    env = {k: v for k, v in os.environ.items() if k not in {"VIRTUAL_ENV", "UV_PROJECT_ENVIRONMENT"}}
+    env = {
+        k: v for k, v in os.environ.items() if k not in {"VIRTUAL_ENV", "UV_PROJECT_ENVIRONMENT"}
+    }
     try:
         done = subprocess.run(
             [uv, *args], cwd=cwd, env=env, capture_output=True, text=True, timeout=UV_TIMEOUT_S

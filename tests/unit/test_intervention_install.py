@@ -135,7 +135,9 @@ def test_docker_backend_refuses_a_pypi_intervention() -> None:
     assert install_for_backend(plain, reference, "docker") is plain  # a module: nothing to do
 
 
-def _prepared_path(backend: LocalBackend, loaded: LoadedIntervention, arm: str, bin_dir: str) -> str:
+def _prepared_path(
+    backend: LocalBackend, loaded: LoadedIntervention, arm: str, bin_dir: str
+) -> str:
     profile = load_named_profile("claude", intervention=loaded)
     treatment = profile.treatment.model_copy(update={"path_prepend": [bin_dir]})
     spec = EpisodeSpec(
