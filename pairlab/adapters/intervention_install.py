@@ -10,12 +10,12 @@ installed with uv, never into pairlab's environment:
 2. The environment is ``<cache>/<id>-<key>/`` where ``<cache>`` is
    ``$PAIRLAB_INTERVENTION_CACHE`` (default ``~/.cache/pairlab/interventions``) and
    ``<key>`` the first 16 hex of the sha256 of the install's inputs: the requirement,
-   its sha256, the lock's bytes and the Python version. Same inputs, same directory: a
+   its sha256, the lock's bytes, the Python version and the install options. Same inputs, same directory: a
    second run reuses it and needs no network; a changed lock is a new directory.
 3. Installing holds a file lock on the key (``images.build_lock.tag_lock``, as image
    builds do), so concurrent installers wait and then reuse the first one's result. It
    runs ``uv venv --python <pairlab's interpreter>`` and ``uv pip install
-   --require-hashes -r <lock>`` into that directory and writes a marker file last; a
+   --require-hashes --compile-bytecode -r <lock>`` into that directory and writes a marker file last; a
    directory without the marker (a crashed install) is removed and installed again.
 4. Any failure (no ``uv``, a resolver or download error, a hash mismatch, the
    manifest's ``command`` missing from the environment's ``bin``) is
@@ -48,6 +48,9 @@ from pairlab.core.schemas.profile import RunnerProfile
 CACHE_ENV: Final = "PAIRLAB_INTERVENTION_CACHE"
 MARKER: Final = ".pairlab-installed.json"
 UV_TIMEOUT_S: Final = 900.0
+# bytecode compiled at install: an episode writes no .pyc into the shared environment
+# and its server starts without compiling
+PIP_INSTALL: Final = ("pip", "install", "--quiet", "--require-hashes", "--compile-bytecode")
 _REQUIREMENT_LINE = re.compile(
     r"^(?P<name>[A-Za-z0-9][A-Za-z0-9._-]*)(?:\[[^\]]*\])?==(?P<ver>\S+)"
 )
@@ -138,6 +141,7 @@ def install_key(loaded: LoadedIntervention, lock_bytes: bytes) -> str:
         "sha256": loaded.manifest.install.sha256,
         "lock": hashlib.sha256(lock_bytes).hexdigest(),
         "python": f"{sys.version_info.major}.{sys.version_info.minor}",
+        "uv": " ".join(PIP_INSTALL),
     }
     blob = json.dumps(inputs, sort_keys=True).encode()
     return hashlib.sha256(blob).hexdigest()[:16]
@@ -198,7 +202,7 @@ def ensure_installed(loaded: LoadedIntervention, *, log: Log = stderr_log) -> Pa
         _uv(
             loaded,
             uv,
-            ["pip", "install", "--quiet", "--python", python, "--require-hashes", "-r", str(lock)],
+            [*PIP_INSTALL, "--python", python, "-r", str(lock)],
             target.parent,
         )
         if not (bin_dir / manifest.command).is_file():

@@ -26,7 +26,12 @@ from pairlab.core.emulator.request_ledger import (
     read_ledger,
 )
 from pairlab.core.errors import EnvironmentUnavailable, InvalidInputError
-from tests.emulator_support import claude_request, claude_tool_result
+from tests.emulator_support import (
+    CODEX_SEARCH_TOOL,
+    claude_request,
+    claude_tool_result,
+    codex_request,
+)
 from tests.support import CATALOG_DIR, REPO_ROOT, cli_exit, require
 
 T0 = 1_800_000_000.0
@@ -89,6 +94,19 @@ def test_registration_through_the_admin_api_and_the_summary(tmp_path: Path) -> N
     episode, rows = read_ledger(tmp_path / "ep-one.jsonl")
     assert episode.registration.seed == 2 and "cl100k" in episode.tokenizer
     assert rows[0].system_sha256 and rows[0].tools_offered == ["Bash", "Edit", "Read", "Write"]
+    assert rows[0].tool_search_sources is None  # no tool search offered
+
+
+def test_codex_tool_search_sources_are_recorded(tmp_path: Path) -> None:
+    """Codex defers MCP tools behind tool_search, whose description names the servers:
+    the ledger keeps it, so a reader can tell which servers a request could reach."""
+    service = EmulatorService(tmp_path, catalog_dir=CATALOG_DIR, clock=lambda: T0)
+    post(service, "/admin/episodes", {"task_id": "fix-median", "token": "ep-cx"})
+    post(service, "/e/ep-cx/v1/responses", codex_request("go", search=True))
+    post(service, "/e/ep-cx/v1/responses", codex_request("go"))
+    _, rows = read_ledger(tmp_path / "ep-cx.jsonl")
+    assert rows[0].tool_search_sources == CODEX_SEARCH_TOOL["description"]
+    assert rows[1].tool_search_sources is None
 
 
 def test_unknown_task_and_bad_tokens_are_refused(tmp_path: Path) -> None:

@@ -231,6 +231,7 @@ class ModelApi:
         turn: ModelTurn,
         offered: tuple[str, ...],
         cache_key: str | None,
+        search_sources: str = "",
     ) -> None:
         call.row = call.row.model_copy(
             update={
@@ -238,6 +239,7 @@ class ModelApi:
                 "model": body["model"],
                 "stream": body.get("stream") is True,
                 "tools_offered": list(offered),
+                "tool_search_sources": search_sources or None,
                 "system_sha256": _system_sha256(body, call.api),
                 "input_tokens_total": layout.total_tokens,
                 "turn": TurnInfo(step=turn.step, action=turn.action, variant=turn.variant),
@@ -284,7 +286,7 @@ class ModelApi:
             episode.script, conv, seed=reg.seed, wrong_probability=reg.wrong_probability
         )
         key = api.cache_key(body)
-        self._turn(call, body, layout, turn, conv.offered_names, key)
+        self._turn(call, body, layout, turn, conv.offered_names, key, conv.search_hint)
         fault = episode.fault_at(call.row.request_index)
         stream = body.get("stream") is True
         now = self.clock()

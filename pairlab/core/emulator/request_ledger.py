@@ -114,6 +114,10 @@ class RequestRow(StrictModel):
     quota_before: QuotaSnapshot | None = None
     quota_after: QuotaSnapshot | None = None
     tools_offered: list[str] = Field(default_factory=list)
+    # the description of Codex's tool_search: it names the MCP servers whose tools are
+    # deferred behind it (they are not in tools_offered until a search loads them); None
+    # when the request offers no such tool
+    tool_search_sources: str | None = None
     system_sha256: str | None = None
     request_sha256: str | None = None
     request_bytes: int = 0
