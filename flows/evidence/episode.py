@@ -23,6 +23,7 @@ from prefect.cache_policies import NO_CACHE
 
 from flows.evidence.episode_attempt import episode_attempt
 from flows.params import EvidenceEvalParams
+from pairlab.adapters.accounts.rejection import stop_on_rejected_credential
 from pairlab.adapters.backends.base import ExecutionBackend
 from pairlab.adapters.episode.build import episode_record, episode_spec
 from pairlab.adapters.episode.session import RunEnvironment
@@ -109,6 +110,8 @@ def execute_episode(
             outcome=quoted(measured.outcome),
             episode_dir=episode_dir,
         )
+    if params.account is not None:  # a rejected credential stops the run, nothing recorded
+        stop_on_rejected_credential(ctx.profile.client, params.account, measured.outcome.stdout)
     check = ctx.env.check_episode(
         registered, episode_dir, reader=collected.usage.vector, stdout=measured.outcome.stdout
     )

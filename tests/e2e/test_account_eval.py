@@ -78,3 +78,42 @@ def test_eval_refuses_a_credential_in_a_parameter(tmp_path: Path) -> None:
     assert error["reason_code"] == "credential-in-parameter" and "'model'" in error["error"]
     assert pasted not in refused.stdout + refused.stderr
     assert not (tmp_path / "store").exists()
+
+
+def test_a_rejected_credential_stops_the_run_and_publishes_nothing(tmp_path: Path) -> None:
+    """The 401 path with the real Codex (Claude Code retries a 401 for minutes first): the
+    first episode shows credential-rejected, the run stops, no store is written."""
+    from tests.real_cli_bins import codex_binary
+
+    codex_binary()
+    accepted = f"sk-proj-ACCEPTED{secrets.token_hex(12)}"
+    wrong = f"sk-proj-WRONG{secrets.token_hex(12)}"
+    env = local_accounts_env(tmp_path, ACCEPTED=accepted, WRONG_CREDENTIAL=wrong)
+    store = tmp_path / "store"
+    with running_standin(tmp_path / "standin", "env:ACCEPTED", env=env) as standin:
+        base = standin.register("fix-median")
+        added = _pairlab(
+            env, "account", "add", "wrong", "--client", "codex",
+            "--from-env", "WRONG_CREDENTIAL", "--provider-url", base + "/v1",
+        )  # fmt: skip
+        assert added.returncode == 0, added.stderr
+        proc = subprocess.run(
+            pairlab_argv(
+                "eval", "--account", "wrong", "--task", "fix-median", "--repetitions", "2",
+                "--arms", "baseline,optimizer", "--store", str(store),
+                "--work-dir", str(tmp_path / "work"), "--json",
+            ),
+            env=env, capture_output=True, text=True, timeout=1200, check=False,
+        )  # fmt: skip
+        refusals = (standin.ledgers / "unrouted.jsonl").read_text().splitlines()
+
+    assert proc.returncode == 2, proc.stderr
+    error = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert error["reason_code"] == "credential-rejected"
+    assert "Incorrect API key provided" in error["error"]  # Codex's own message, masked key
+    assert wrong not in proc.stdout + proc.stderr
+    assert not store.exists()  # nothing published
+    # every request was refused, and no episode was recorded as evidence
+    assert refusals and all('"unauthenticated"' in line for line in refusals)
+    assert list((tmp_path / "work").rglob("record.json")) == []
+    assert all(not p.read_text().strip() for p in (tmp_path / "work").rglob("episodes.jsonl"))
