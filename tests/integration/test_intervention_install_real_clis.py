@@ -27,8 +27,13 @@ from tests.support import REPO_ROOT, cli_exit
 pytestmark = pytest.mark.realcli
 
 ID = "mcp-server-git"
-PREFIX = f"mcp__{ID}__"
-TOOLDEFS = REPO_ROOT / "docs" / "research" / "third-party-mcp" / "tooldefs" / f"{ID}.tools.json"
+RESEARCH = REPO_ROOT / "docs" / "research" / "third-party-mcp" / "tooldefs"
+# each shipped third-party manifest and its server's tools/list as measured by the research
+TOOLDEFS = {
+    "mcp-server-git": RESEARCH / "mcp-server-git.tools.json",
+    "code-review-graph": RESEARCH / "code-review-graph-focused.tools.json",  # --tools: 4 of 30
+}
+TASKS = {"mcp-server-git": "fix-median", "code-review-graph": "navigate-legacy-parse"}
 
 
 @pytest.fixture(scope="module")
@@ -46,8 +51,10 @@ def cache(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
             os.environ[CACHE_ENV] = before
 
 
-def _episode(out: Path, arm: str, intervention: str = ID) -> tuple[int, str, str]:
-    args = ["episode", "run", "--profile", "claude", "--task", "fix-median", "--arm", arm]
+def _episode(
+    out: Path, arm: str, intervention: str = ID, task: str = "fix-median"
+) -> tuple[int, str, str]:
+    args = ["episode", "run", "--profile", "claude", "--task", task, "--arm", arm]
     result = CliRunner().invoke(
         app, [*args, "--intervention", intervention, "--out", str(out), "--json"]
     )
@@ -59,21 +66,23 @@ def _requests(out: Path) -> list[dict[str, Any]]:
     return [r for r in rows if r["kind"] == "request"]
 
 
-def test_claude_lists_the_installed_servers_tools(cache: Path, tmp_path: Path) -> None:
-    code, stdout, stderr = _episode(tmp_path / "treated", "optimizer")
+@pytest.mark.parametrize("ident", sorted(TOOLDEFS))
+def test_claude_lists_the_installed_servers_tools(cache: Path, tmp_path: Path, ident: str) -> None:
+    code, stdout, stderr = _episode(tmp_path / "treated", "optimizer", ident, TASKS[ident])
     assert code == 0, stderr
     outcome = json.loads(stdout)
     assert outcome["passed"] is True, outcome["grader_checks"]
-    wired = load_intervention(ID)
+    wired = load_intervention(ident)
     assert outcome["intervention"] == wired.identity.to_json()
     # installed into its own environment in the fresh cache, not into pairlab's
     env = environment_dir(wired)
     assert env.parent == cache and (env / ".pairlab-installed.json").is_file()
-    assert (env / "bin" / ID).is_file()
-    assert importlib.util.find_spec("mcp_server_git") is None
+    assert (env / "bin" / wired.manifest.command).is_file()
+    assert importlib.util.find_spec(ident.replace("-", "_")) is None
     # every request the CLI sent offered exactly the server's tools (its real tools/list,
     # as measured in the research) and no other MCP server's
-    expected = {PREFIX + t["name"] for t in json.loads(TOOLDEFS.read_text())}
+    prefix = f"mcp__{wired.manifest.mcp_name}__"
+    expected = {prefix + t["name"] for t in json.loads(TOOLDEFS[ident].read_text())}
     requests = _requests(tmp_path / "treated")
     assert requests
     for row in requests:
