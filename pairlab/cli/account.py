@@ -161,6 +161,14 @@ def register(app: typer.Typer) -> None:
     @account.command("check")
     def check_cmd(
         name: Annotated[str, typer.Argument()],
+        probe: Annotated[
+            bool,
+            typer.Option(
+                "--probe",
+                help="also ask the provider whether it takes the credential (the model list: "
+                "no tokens spent); a refusal exits 2, credential-rejected",
+            ),
+        ] = False,
         as_json: Annotated[bool, typer.Option("--json")] = False,
     ) -> None:
         """The account exists, its credential is present and of the recorded kind."""
@@ -169,7 +177,16 @@ def register(app: typer.Typer) -> None:
 
         record, credential = load_account(name)
         recognise_kind(record.client, credential, record.kind)
+        status = None
+        if probe:
+            from pairlab.adapters.accounts.probe import probe_credential
+
+            status = probe_credential(record, credential)
         if as_json:
-            emit_json({"account": record.to_json(), "credentialPresent": True})
+            emit_json(
+                {"account": record.to_json(), "credentialPresent": True, "probeStatus": status}
+            )
             return
         typer.echo(f"{name}: {record.client} {record.kind} present ({record.stored_in})")
+        if status is not None:
+            typer.echo(f"  {record.effective_provider_url} did not refuse it (HTTP {status})")

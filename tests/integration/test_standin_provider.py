@@ -186,3 +186,41 @@ def test_accept_without_require_auth_is_refused() -> None:
         capture_output=True, text=True, timeout=120, check=False,
     )  # fmt: skip
     assert proc.returncode == 2 and "--require-auth" in proc.stderr
+
+
+def test_account_check_probe_asks_the_provider(standin: StandIn, tmp_path: Path) -> None:
+    """``pairlab account check --probe`` against the stand-in: accepted, expired, wrong."""
+    from tests.standin_support import local_accounts_env
+
+    env = local_accounts_env(tmp_path, GOOD_KEY=GOOD, OLD_TOKEN=EXPIRED, BAD_KEY=WRONG_OPENAI)
+
+    def pairlab(*args: str) -> subprocess.CompletedProcess[str]:
+        proc = subprocess.run(
+            pairlab_argv(*args), env=env, capture_output=True, text=True, timeout=180, check=False
+        )
+        assert "Traceback" not in proc.stderr
+        for secret in (GOOD, EXPIRED, WRONG_OPENAI):
+            assert secret not in proc.stdout + proc.stderr
+        return proc
+
+    for name, client, var, suffix in (
+        ("good", "claude", "GOOD_KEY", ""),
+        ("old", "claude", "OLD_TOKEN", ""),
+        ("bad", "codex", "BAD_KEY", "/v1"),
+    ):
+        added = pairlab(
+            "account", "add", name, "--client", client, "--from-env", var,
+            "--provider-url", standin.url + suffix,
+        )  # fmt: skip
+        assert added.returncode == 0, added.stderr
+
+    good = pairlab("account", "check", "good", "--probe", "--json")
+    assert good.returncode == 0, good.stderr
+    assert json.loads(good.stdout)["probeStatus"] == 404  # passed the gate; no model list
+    old = pairlab("account", "check", "old", "--probe", "--json")
+    assert old.returncode == 2
+    refused = json.loads(old.stdout)
+    assert refused["reason_code"] == "credential-rejected"
+    assert "OAuth token has expired" in refused["error"]
+    bad = pairlab("account", "check", "bad", "--probe", "--json")
+    assert bad.returncode == 2 and "Incorrect API key provided" in json.loads(bad.stdout)["error"]

@@ -1,0 +1,68 @@
+"""``pairlab account check --probe``: ask the account's provider whether it takes the
+credential, with a request that spends no tokens (the model list).
+
+Anthropic: ``GET <provider>/v1/models`` with ``x-api-key`` (an API key) or
+``Authorization: Bearer`` and the OAuth beta header (a subscription token). OpenAI:
+``GET <provider>/models`` with ``Authorization: Bearer``. A 401 or 403 is
+``credential-rejected`` (exit 2) with the provider's own message; any other answer
+means the provider did not refuse the credential (the stand-in answers 404 for the model
+list once the credential passes). No answer at all is ``environment-unavailable`` (exit 3).
+A ChatGPT login is not probed (its backend is not the Responses API).
+"""
+
+from __future__ import annotations
+
+import httpx
+
+from pairlab.core.accounts import Account, CredentialKind
+from pairlab.core.errors import EnvironmentUnavailable, InvalidInputError, ReasonCode
+
+OAUTH_BETA = "oauth-2025-04-20"
+TIMEOUT_S = 20.0
+
+
+def _request(account: Account, credential: str) -> tuple[str, dict[str, str]]:
+    base = account.effective_provider_url.rstrip("/")
+    if account.client == "claude":
+        headers = {"anthropic-version": "2023-06-01"}
+        if account.kind == CredentialKind.SUBSCRIPTION_TOKEN:
+            headers |= {"authorization": f"Bearer {credential}", "anthropic-beta": OAUTH_BETA}
+        else:
+            headers["x-api-key"] = credential
+        return f"{base}/v1/models", headers
+    return f"{base}/models", {"authorization": f"Bearer {credential}"}
+
+
+def _provider_message(response: httpx.Response) -> str:
+    try:
+        error = response.json().get("error")
+    except ValueError:
+        return response.text[:200]
+    if isinstance(error, dict) and isinstance(error.get("message"), str):
+        return str(error["message"])
+    return response.text[:200]
+
+
+def probe_credential(account: Account, credential: str) -> int:
+    """The provider's HTTP status for the credential; raises when it refused it."""
+    if account.kind == CredentialKind.CHATGPT_AUTH_JSON:
+        raise InvalidInputError(
+            f"account {account.name!r} is a ChatGPT login: it cannot be probed yet",
+            reason=ReasonCode.INVALID_ACCOUNT,
+        )
+    url, headers = _request(account, credential)
+    try:
+        response = httpx.get(url, headers=headers, timeout=TIMEOUT_S)
+    except httpx.HTTPError as exc:
+        raise EnvironmentUnavailable(
+            f"the provider at {account.effective_provider_url} did not answer: "
+            f"{exc.__class__.__name__}",
+            reason=ReasonCode.ENVIRONMENT_UNAVAILABLE,
+        ) from exc
+    if response.status_code in (401, 403):
+        raise InvalidInputError(
+            f"account {account.name!r}: the provider rejected the credential "
+            f"({response.status_code}: {_provider_message(response)})",
+            reason=ReasonCode.CREDENTIAL_REJECTED,
+        )
+    return response.status_code
