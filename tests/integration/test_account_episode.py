@@ -94,3 +94,14 @@ def test_a_credential_in_a_parameter_and_an_unknown_account_are_refused(tmp_path
     )  # fmt: skip
     assert unknown.returncode == 2
     assert json.loads(unknown.stdout)["reason_code"] == "account-unknown"
+
+
+def test_an_account_on_docker_is_refused_for_now(tmp_path: Path) -> None:
+    refused = _pairlab(
+        local_accounts_env(tmp_path), "episode", "run", "--profile", "claude",
+        "--task", "fix-median", "--arm", "baseline", "--account", "own",
+        "--backend", "docker", "--json",
+    )  # fmt: skip
+    assert refused.returncode == 2
+    error = json.loads(refused.stdout)
+    assert error["reason_code"] == "invalid-account" and "local backend" in error["error"]

@@ -35,7 +35,7 @@ from pairlab.adapters.episode.io import (
     usage_files,
 )
 from pairlab.core.emulator.run_settings import EmulatorSettings
-from pairlab.core.errors import PairlabError
+from pairlab.core.errors import InvalidInputError, PairlabError, ReasonCode
 from pairlab.core.findings.evidence import EpisodeEvidence
 from pairlab.core.schemas.catalog import TaskEntry
 from pairlab.core.schemas.episode import GraderCheck
@@ -134,6 +134,13 @@ def _account_environment(
     from pairlab.adapters.accounts.selection import load_account
     from pairlab.adapters.backends.factory import make_backend
 
+    if backend_name != "local":
+        # an episode container has no network but the emulator's run network; the credential
+        # file mounted for the episode only is not built yet (docs/accounts.md)
+        raise InvalidInputError(
+            f"account runs use the local backend for now, not {backend_name!r}",
+            reason=ReasonCode.INVALID_ACCOUNT,
+        )
     record, credential = load_account(account)
     wired = account_run_profile(profile, record)
     host_env = account_host_env(wired, credential, os.environ)
