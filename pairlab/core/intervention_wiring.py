@@ -14,11 +14,13 @@ refuses it), so a treated arm cannot silently run without its intervention.
 * ``codex-mcp-servers`` (Codex): ``-c mcp_servers.<name>={...}`` -- the profile's
   command ends with ``exec`` (a server given before ``exec`` is never started); the
   inline table names ``env_vars`` (Codex passes the server only HOME, PATH, the locale
-  and those) and ``startup_timeout_sec``.
+  and those), ``startup_timeout_sec`` and ``required = true`` (Codex then waits for the
+  server's handshake before its first request, as Claude Code does).
 
 Measured against the real binaries: tests/integration/test_intervention_real_clis.py;
 the generated arguments for ``interventions/reference.yaml`` are byte-identical to what
-the profiles wired by hand before (tests/unit/test_intervention_wiring_generated.py).
+the profiles wired by hand before, but for Codex's ``required = true``
+(tests/unit/test_intervention_wiring_generated.py).
 """
 
 from __future__ import annotations
@@ -92,7 +94,15 @@ def _codex_fields(manifest: InterventionManifest, arm: str) -> list[tuple[str, s
             ("args", _toml_array(_server_args(manifest, arm))),
             ("env_vars", _toml_array(manifest.env_vars)),
         ]
-    return [*head, ("startup_timeout_sec", str(manifest.startup_timeout_s))]
+    # required: Codex waits for the server's handshake (up to startup_timeout_sec) before
+    # its first request, and exits if it fails; without it, `codex exec` sends its first
+    # request at once and a server slower than the episode is never listed (measured:
+    # mcp-server-git, 7-10 s to answer initialize on a loaded machine, never offered)
+    return [
+        *head,
+        ("startup_timeout_sec", str(manifest.startup_timeout_s)),
+        ("required", "true"),
+    ]
 
 
 def codex_server_table(manifest: InterventionManifest, arm: str) -> str:

@@ -52,9 +52,9 @@ def cache(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
 
 
 def _episode(
-    out: Path, arm: str, intervention: str = ID, task: str = "fix-median"
+    out: Path, arm: str, intervention: str = ID, task: str = "fix-median", cli: str = "claude"
 ) -> tuple[int, str, str]:
-    args = ["episode", "run", "--profile", "claude", "--task", task, "--arm", arm]
+    args = ["episode", "run", "--profile", cli, "--task", task, "--arm", arm]
     result = CliRunner().invoke(
         app, [*args, "--intervention", intervention, "--out", str(out), "--json"]
     )
@@ -96,6 +96,24 @@ def test_claude_baseline_lists_none_of_them(cache: Path, tmp_path: Path) -> None
     requests = _requests(tmp_path / "baseline")
     assert requests
     assert not any(t.startswith("mcp__") for r in requests for t in r["tools_offered"])
+
+
+@pytest.mark.parametrize("arm", ["optimizer", "baseline"])
+def test_codex_names_the_installed_server_in_every_request(
+    cache: Path, tmp_path: Path, arm: str
+) -> None:
+    """Codex defers MCP tools behind tool_search, whose description names each server
+    that has answered its handshake; ``required = true`` in the wiring makes Codex wait
+    for it (without it, this slow Python server was never listed)."""
+    code, stdout, stderr = _episode(tmp_path / arm, arm, cli="codex")
+    assert code == 0, stderr
+    outcome = json.loads(stdout)
+    assert outcome["passed"] is True, outcome["grader_checks"]
+    assert outcome["intervention"] == load_intervention(ID).identity.to_json()
+    requests = _requests(tmp_path / arm)
+    assert requests
+    listed = [f"\n- {ID}" in (r["tool_search_sources"] or "") for r in requests]
+    assert listed == [arm != "baseline"] * len(requests)
 
 
 def test_failed_install_stops_before_any_episode(

@@ -1,5 +1,6 @@
 """Each real CLI's treated-arm wiring is generated from the intervention manifest; for the
-reference intervention it is byte-identical to what the profiles wired by hand before."""
+reference intervention it is what the profiles wired by hand before, byte for byte, plus
+Codex's ``required = true`` (it then waits for the server's handshake before its first request)."""
 
 from __future__ import annotations
 
@@ -45,7 +46,7 @@ HAND_WIRED_CODEX: Final = [
     '"TOKEN_OPTIMIZER_TRACE", "PAIRLAB_STATE_DIR", "PAIRLAB_WORKSPACE_ROOT", '
     '"PAIRLAB_WORKSPACE", "PAIRLAB_EPISODE_ID", "PAIRLAB_RUN_ID", "PAIRLAB_PAIR_ID", '
     '"PAIRLAB_TASK_ID", "PAIRLAB_SEED", "PAIRLAB_GRAPH_DIR", "TIKTOKEN_CACHE_DIR", "TMPDIR"], '
-    "startup_timeout_sec = 30}",
+    "startup_timeout_sec = 30, required = true}",
 ]
 HAND_WIRED_BASELINE: Final = {
     "claude": [
@@ -135,6 +136,7 @@ def test_a_third_party_server_is_wired_into_codex_after_exec(tmp_path: Path) -> 
         "args": ["--root", ".", "--deep"],
         "env_vars": ["CODE_INDEX_QUIET", "CODE_INDEX_DEPTH", "PAIRLAB_WORKSPACE"],
         "startup_timeout_sec": 45,
+        "required": True,
     }
 
 
@@ -149,6 +151,7 @@ def test_a_streamable_http_server_is_wired_by_url(tmp_path: Path) -> None:
     assert tomllib.loads(f"t = {inline}")["t"] == {
         "url": "http://127.0.0.1:8765/mcp",
         "startup_timeout_sec": 45,
+        "required": True,
     }
 
 
