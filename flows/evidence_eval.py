@@ -10,6 +10,7 @@ flow's parameter model, and ``tasks`` may not import ``flows`` (the layers contr
 
 from __future__ import annotations
 
+import logging
 import secrets
 from dataclasses import replace
 from datetime import UTC, datetime
@@ -18,6 +19,7 @@ from typing import Any
 
 from prefect import flow, get_run_logger, task
 from prefect.cache_policies import NO_CACHE
+from prefect.exceptions import TerminationSignal
 from prefect.futures import PrefectFuture
 from prefect.task_runners import ThreadPoolTaskRunner
 
@@ -29,7 +31,7 @@ from flows.evidence.resume import resume_text, settle_params
 from flows.evidence.warm_harvest import harvest_graph
 from flows.evidence.window import run_window
 from flows.params import EvidenceEvalParams
-from flows.run_ui import name_flow_run, show_refusal
+from flows.run_ui import name_flow_run, show_interruption, show_refusal
 from pairlab.adapters.episode.io import load_eval_inputs, sim_account_dir
 from pairlab.adapters.episode.session import RunEnvironment, open_run_environment
 from pairlab.adapters.run.directory import RunDir
@@ -44,6 +46,7 @@ from pairlab.core.findings.warm_stratum import plan_warm_schedule
 from pairlab.core.frozen_settings import check_nothing_dropped
 from pairlab.core.intervention_wiring import check_same_intervention, require_arms
 from pairlab.core.report.run import QuotaIntervalSettings, RunSettings
+from pairlab.core.run_scope import RunScope
 from pairlab.core.schedule import PlannedEpisode, Schedule, plan_schedule
 from pairlab.core.schemas.episode import EpisodeRecord
 from pairlab.core.schemas.profile import RunnerProfile
@@ -145,6 +148,9 @@ def evidence_eval(params: EvidenceEvalParams) -> dict[str, Any]:
     except InvalidInputError as exc:  # what only the flow can check: said on screen too
         show_refusal(run_id, exc)
         raise
+    except (TerminationSignal, KeyboardInterrupt):  # SIGTERM (serve stopping) or Ctrl-C
+        show_interruption(run_id, RunDir(Path(params.work_dir), run_id))
+        raise
 
 
 def _evaluate(params: EvidenceEvalParams, run_id: str) -> dict[str, Any]:
@@ -181,8 +187,10 @@ def _evaluate(params: EvidenceEvalParams, run_id: str) -> dict[str, Any]:
     env = open_environment(params, profile, run_dir)
     account_dir = sim_account_dir(Path(params.work_dir), env.profile)
     ctx = EpisodeContext(params, suite, env, run_dir, account_dir)
-    progress = PairProgress(run_id, len(planned_ids), done, pending)
+    scope = run_scope(params, env.profile, schedule, plan, gate)
+    progress = PairProgress(run_id, len(planned_ids), done, pending, scope.labels())
     _log_plan(params, run_id, len(task_ids), len(planned_ids), schedule, done, plan, gate)
+    _log_scope(run_id, scope)
     if (resumed_line := resume_text(run_id, resumed)) is not None:
         get_run_logger().info(resumed_line)
     try:
@@ -261,6 +269,36 @@ def _log_plan(
             gate,
             plan.plan.min_pairs,
         )
+
+
+def run_scope(
+    params: EvidenceEvalParams,
+    profile: RunnerProfile,
+    schedule: Schedule,
+    plan: ResolvedPlan,
+    gate: int,
+) -> RunScope:
+    """What this run can answer (pairlab/core/run_scope.py), from its settings."""
+    limit = params.dispatch.resolved_limit() if params.dispatch.mode == "work-pool" else None
+    return RunScope(
+        pairs_per_cohort=params.repetitions,
+        gate=gate,
+        plan_min_pairs=plan.plan.min_pairs,
+        concurrency=params.concurrency,
+        measures_quota=quota_provider(profile) is not None,
+        one_account_at_a_time=schedule.quota_intervals is not None
+        or (limit is not None and params.dispatch.episode_limit_slots == 1),
+    )
+
+
+def _log_scope(run_id: str, scope: RunScope) -> None:
+    """What the run can answer, before its first episode (the exploratory line is the plan's)."""
+    logger = get_run_logger()
+    for line in scope.lines():
+        if line.startswith("EXPLORATORY"):
+            continue
+        limited = line.startswith(("INSUFFICIENT", "subscription"))
+        logger.log(logging.WARNING if limited else logging.INFO, "run %s: %s", run_id, line)
 
 
 def _finish(

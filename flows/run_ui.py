@@ -12,6 +12,7 @@ import logging
 from collections.abc import Sequence
 from uuid import UUID
 
+from pairlab.adapters.run.directory import RunDir
 from pairlab.core.errors import PairlabError
 from pairlab.core.schedule import PlannedEpisode
 from pairlab.core.schemas.episode import EpisodeRecord
@@ -42,19 +43,57 @@ def show_refusal(run_id: str, exc: PairlabError) -> None:
 
     line = f"run {run_id} refused [{exc.reason}]: {exc.message}"
     get_run_logger().error(line)
-    key = "refused-" + "".join(c if c.isalnum() else "-" for c in run_id.lower())[:60]
     create_markdown_artifact(
         markdown=f"**Refused** — run {run_id} (`{exc.reason}`)\n\n{exc.message}\n",
-        key=key,
+        key=_key("refused", run_id),
         description=line[:500],
     )
 
 
+def show_interruption(run_id: str, run_dir: RunDir) -> None:
+    """An eval stopped mid-run (SIGTERM, Ctrl-C): the last Logs-tab line and an
+    ``interrupted-<run>`` artifact say how to resume and what is already recorded."""
+    from prefect import get_run_logger
+    from prefect.artifacts import create_markdown_artifact
+
+    recorded = len(run_dir.completed())
+    planned = _planned_episodes(run_dir)
+    of = f" of {planned}" if planned is not None else ""
+    line = (
+        f"run {run_id} interrupted: resume with Run Id {run_id} (its frozen settings are "
+        f"kept); {recorded}{of} episodes recorded in {run_dir.path.resolve()}"
+    )
+    try:
+        create_markdown_artifact(
+            markdown=f"**Interrupted** — {line}\n\nRecorded episodes are kept and never "
+            "run again; a resume runs only the rest.\n",
+            key=_key("interrupted", run_id),
+            description=line[:500],
+        )
+    finally:
+        get_run_logger().warning(line)
+
+
+def _planned_episodes(run_dir: RunDir) -> int | None:
+    import json
+
+    path = run_dir.path / "schedule.json"
+    if not path.exists():
+        return None
+    entries = json.loads(path.read_bytes()).get("entries")
+    return len(entries) if isinstance(entries, list) else None
+
+
+def _key(prefix: str, run_id: str) -> str:
+    return f"{prefix}-" + "".join(c if c.isalnum() else "-" for c in run_id.lower())[:60]
+
+
 def pair_text(pair: Sequence[PlannedEpisode]) -> str:
-    """``fix-median rep 1 (optimizer → baseline)``; several tasks (a quota block): joined."""
+    """``fix-median rep 0 (optimizer → baseline)``; several tasks (a quota block): joined.
+    Repetitions count from 0, as in the episode ids (``<run>:<task>:<rep>:<arm>``)."""
     first = pair[0]
     tasks = sorted({p.task_id for p in pair})
-    reps = sorted({p.repetition + 1 for p in pair})
+    reps = sorted({p.repetition for p in pair})
     arms = " → ".join(dict.fromkeys(p.arm for p in pair))
     rep = f"rep {reps[0]}" if len(reps) == 1 else f"reps {reps[0]}–{reps[-1]}"
     name = first.task_id if len(tasks) == 1 else ", ".join(tasks)

@@ -1,8 +1,8 @@
 """What an operator following an eval sees while its pairs run: the progress card, the
 progress events, and one Logs-tab line per pair start, pair end and failed episode.
 
-An incorrect answer is data (INFO: the Logs tab, not the console); a run that failed
-or was excluded is a warning.
+An incorrect answer is data (INFO: the Logs tab, not the console), labelled as such; a
+run that failed or was excluded is a warning. Repetitions count from 0, as in the ids.
 """
 
 from __future__ import annotations
@@ -28,9 +28,15 @@ class PairProgress:
     (``records`` starts with those an earlier attempt finished)."""
 
     def __init__(
-        self, run_id: str, total: int, done: dict[str, EpisodeRecord], pending: Sequence[Unit]
+        self,
+        run_id: str,
+        total: int,
+        done: dict[str, EpisodeRecord],
+        pending: Sequence[Unit],
+        limits: Sequence[str] = (),
     ) -> None:
         self.run_id = run_id
+        self.limits = list(limits)  # what the run cannot answer, said on the card throughout
         self.records: dict[str, EpisodeRecord] = dict(done)
         self.prog = progress_events.Progress(total=total, skipped=len(done))
         self.pending = len(pending)
@@ -46,7 +52,8 @@ class PairProgress:
         text = f"{finished}/{prog.total} episodes ({prog.percent():.0f}%) of run {self.run_id}"
         if prog.skipped:
             text += f", {prog.skipped} from an earlier attempt"
-        return text + (f"; {prog.failed} failed or incorrect" if prog.failed else "")
+        text += f"; {prog.failed} failed or incorrect" if prog.failed else ""
+        return text + "".join(f" · {label}" for label in self.limits)
 
     def started(self, pair: Unit) -> None:
         self._logger.info("pair %d/%d start: %s", self._no[id(pair)], self.pending, pair_text(pair))
@@ -73,11 +80,12 @@ class PairProgress:
                 ok = rec.success and not (rec.excluded or rec.timed_out)
                 self._logger.log(
                     logging.INFO if ok else logging.WARNING,
-                    "episode %s (%s, %s, rep %s) failed: %s",
+                    "episode %s (%s, %s, rep %s) %s: %s",
                     rec.episode_id,
                     rec.task_id,
                     rec.arm,
-                    None if rec.repetition is None else rec.repetition + 1,
+                    rec.repetition,  # from 0, as in the episode id
+                    "did not count (an outcome, recorded)" if ok else "failed",
                     why,
                 )
         self._logger.info(

@@ -184,8 +184,9 @@ def test_trigger_eval_from_the_ui_and_follow_it(prefect_server: Any, tmp_path: P
                 expect(logs).to_contain_text(f"run {RUN_ID} plan: suite core, profile sim")
                 expect(logs).to_contain_text(f"run {RUN_ID} is EXPLORATORY")
                 for n in (1, 2):
-                    expect(logs).to_contain_text(f"pair {n}/2 start: fix-median rep {n}")
-                    expect(logs).to_contain_text(f"pair {n}/2 end: fix-median rep {n}")
+                    # repetitions count from 0, as in the episode ids
+                    expect(logs).to_contain_text(f"pair {n}/2 start: fix-median rep {n - 1}")
+                    expect(logs).to_contain_text(f"pair {n}/2 end: fix-median rep {n - 1}")
                 store_run = (serve_dir / "pairlab-store" / "runs" / RUN_ID).resolve()
                 expect(logs).to_contain_text(f"run {RUN_ID} published to {store_run}")
                 screenshot(page, shots, "ui-eval-logs", tall=True)
