@@ -126,9 +126,32 @@ def _leave_expired_pause(message: str) -> None:
         client.set_flow_run_state(UUID(run_id), Cancelling(message=message))
 
 
+def submitted_at() -> datetime | None:
+    """When the operator submitted the Resume form: the time of the state the server set on
+    resume (``Resuming`` for a suspended run, ``Running`` for one paused in place), the one
+    after the last Paused state. Not when the run went on: a suspended run waits for the
+    next `pairlab serve`, which may be minutes later. None outside a server's flow run."""
+    from prefect.client.orchestration import get_client
+    from prefect.runtime import flow_run
+
+    run_id = flow_run.get_id()
+    if run_id is None:
+        return None
+    with get_client(sync_client=True) as client:
+        states = sorted(client.read_flow_run_states(UUID(run_id)), key=lambda s: s.timestamp)
+    paused = [i for i, state in enumerate(states) if state.is_paused()]
+    if not paused or paused[-1] + 1 >= len(states):
+        return None
+    return states[paused[-1] + 1].timestamp
+
+
 def approval_record(
-    outcome: Outcome, decision: CanaryApproval | None, params: CanaryTrialParams
+    outcome: Outcome,
+    decision: CanaryApproval | None,
+    params: CanaryTrialParams,
+    decided_at: datetime | None = None,
 ) -> dict[str, Any]:
+    """The decision as recorded; ``decided_at`` is the form's submission (now if unknown)."""
     return {
         "schema_version": 1,
         "outcome": outcome,
@@ -136,7 +159,7 @@ def approval_record(
         "approver": decision.approver if decision else None,
         "note": decision.note if decision else None,
         "budget_acknowledged": decision.budget_acknowledged if decision else None,
-        "decided_at": datetime.now(UTC).isoformat(),
+        "decided_at": (decided_at or datetime.now(UTC)).isoformat(),
         "timeout_s": params.approval_timeout_s,
     }
 
@@ -145,7 +168,8 @@ def decide(params: CanaryTrialParams, run_dir: RunDir, manifest: TrialManifest) 
     """Wait for the decision and record it: ``trials/approval.json``, the manifest's
     ``approval`` and a new version of the manifest artifact headed by the decision."""
     outcome, decision = ask_approval(params, manifest)
-    approval = approval_record(outcome, decision, params)
+    decided_at = submitted_at() if outcome != "timeout" else None
+    approval = approval_record(outcome, decision, params, decided_at)
     run_dir.write_json(f"{TRIALS}/approval.json", approval)
     decided = manifest.model_copy(update={"approval": approval})
     run_dir.write_json(f"{TRIALS}/manifest.json", decided.model_dump(mode="json"))

@@ -28,6 +28,9 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any, Final
 
+from prefect import get_run_logger
+from prefect.artifacts import update_progress_artifact
+
 from flows.canary.manifest import TRIALS, arm_effects
 from flows.params import CanaryTrialParams
 from pairlab.adapters.backends.base import ExecutionBackend, RunOutcome
@@ -44,6 +47,7 @@ from pairlab.core.schemas.episode import GraderCheck
 from pairlab.core.schemas.profile import RunnerProfile
 from tasks.args import quoted
 from tasks.episode import collect_and_grade, prepared_in_tasks, record_episode, run_episode
+from tasks.report import progress_artifact
 
 WARM_SEED_FILE: Final = "pairlab-warm-start.json"
 
@@ -204,6 +208,44 @@ def trial_account(params: CanaryTrialParams, profile: RunnerProfile, trial_id: s
     return account_dir
 
 
+class TrialProgress:
+    """What an operator following a trial sees, like an eval's: a progress card and one
+    Logs-tab line per run's start and end (repetitions and ids count from 0)."""
+
+    def __init__(self, trial_id: str, total: int) -> None:
+        self.trial_id, self.total, self.finished_runs = trial_id, total, 0
+        self._logger: Any = get_run_logger()
+        self.artifact_id = progress_artifact(0.0, self.text())
+
+    def text(self) -> str:
+        percent = 100.0 * self.finished_runs / self.total if self.total else 100.0
+        return f"{self.finished_runs}/{self.total} runs ({percent:.0f}%) of trial {self.trial_id}"
+
+    def _what(self, planned: PlannedEpisode) -> str:
+        stratum = planned.stratum or "cold"
+        return f"{planned.task_id} {stratum} rep {planned.repetition} ({planned.arm})"
+
+    def started(self, planned: PlannedEpisode) -> None:
+        self._logger.info(
+            "run %d/%d start: %s", self.finished_runs + 1, self.total, self._what(planned)
+        )
+
+    def finished(self, planned: PlannedEpisode, *, earlier: bool) -> None:
+        self.finished_runs += 1
+        self._logger.info(
+            "run %d/%d %s: %s",
+            self.finished_runs,
+            self.total,
+            "recorded by an earlier attempt" if earlier else "end",
+            self._what(planned),
+        )
+        update_progress_artifact(
+            artifact_id=self.artifact_id,
+            progress=100.0 * self.finished_runs / self.total,
+            description=self.text(),
+        )
+
+
 def run_trial(
     params: CanaryTrialParams,
     trial_id: str,
@@ -218,9 +260,12 @@ def run_trial(
     account_dir = trial_account(params, profile, trial_id)
     backend = make_backend(params.backend, run_id=trial_id)
     evidence: list[RunEvidence] = []
+    progress = TrialProgress(trial_id, len(schedule.entries))
     for planned in schedule.entries:
         done = load_evidence(run_dir, planned.episode_id)
+        earlier = done is not None
         if done is None:
+            progress.started(planned)
             done = run_canary_episode(
                 planned,
                 params=params,
@@ -231,6 +276,7 @@ def run_trial(
                 account_dir=account_dir,
             )
         evidence.append(done)
+        progress.finished(planned, earlier=earlier)
     records = run_dir.completed()
     run_dir.write_episodes_jsonl(records.values(), [e.episode_id for e in schedule.entries])
     return evidence

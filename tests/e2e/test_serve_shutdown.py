@@ -16,6 +16,7 @@ import os
 import signal
 import subprocess
 import time
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -80,6 +81,7 @@ def test_serve_stops_on_sigterm_and_a_new_serve_resumes_the_paused_canary(
     assert not (run_dir / "episodes").exists()
 
     # approved while no serve runs: it waits to be picked up and runs nothing meanwhile
+    asked = datetime.now(UTC)
     answer = api(
         prefect_server,
         "POST",
@@ -94,11 +96,14 @@ def test_serve_stops_on_sigterm_and_a_new_serve_resumes_the_paused_canary(
         },
     )
     assert answer["status"] == "ACCEPT", answer
+    answered = datetime.now(UTC)
     time.sleep(3)
     waiting = api(prefect_server, "GET", f"/flow_runs/{run['id']}")
     assert waiting["state"]["type"] == "SCHEDULED", waiting["state"]
+    assert waiting["state"]["name"] == "Resuming"  # what the UI shows (docs/prefect-ui.md)
     assert not (run_dir / "episodes").exists()
 
+    picked_up_after = datetime.now(UTC)
     second = start_serve(prefect_server, serve_dir, "serve-2.log")
     try:
         done = wait_for_run(prefect_server, run["id"], ("COMPLETED",), 900)
@@ -116,6 +121,10 @@ def test_serve_stops_on_sigterm_and_a_new_serve_resumes_the_paused_canary(
     assert manifest["approval"]["approver"] == "ops-frank"
     assert manifest["approval"]["note"] == "after the restart"
     assert manifest["approval"]["budget_acknowledged"] is True
+    # the decision's time is the form's submission, not when the next serve picked it up
+    decided = datetime.fromisoformat(manifest["approval"]["decided_at"])
+    slack = timedelta(seconds=1)
+    assert asked - slack <= decided <= answered + slack < picked_up_after, (decided, asked)
     records = list((run_dir / "episodes").glob("*/record.json"))
     assert len(records) == 2
     assert (run_dir / "trials" / "verdict.json").is_file()
