@@ -20,13 +20,13 @@ from typing import Any, Final
 from pairlab.core.analysis.decisions import DECISION_WORDS
 from pairlab.core.report.headline import COST_METRIC, QUESTIONS
 from pairlab.core.report.words import (
-    SHORT_REASONS,
     cohort_title,
     digits,
     group_title,
     headline_table,
     interval,
     number,
+    short_reason,
     summary_sentence,
 )
 
@@ -75,8 +75,7 @@ def decision_label(effect: Mapping[str, Any], plan_min_pairs: int | None = None)
 
 def why_not(effect: Mapping[str, Any]) -> str:
     """Why an effect is not a win (empty for a win or when there is nothing to say)."""
-    reason = effect.get("reason")
-    return SHORT_REASONS.get(str(reason), str(reason)) if reason else ""
+    return short_reason(effect)
 
 
 def _compact_cell(question: str, cell: Mapping[str, Any], labels: Mapping[str, Any]) -> str:

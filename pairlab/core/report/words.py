@@ -78,8 +78,24 @@ def decision_word(effect: Mapping[str, Any]) -> str:
     words = DECISION_WORDS.get(str(effect.get("decision")))
     if words is not None and words.word:
         return words.word
+    return short_reason(effect)
+
+
+# Reasons that say why an interval excluding zero did not make a win; for an increase
+# the first thing to say is that it is not a saving at all (a win is always a saving).
+_EITHER_DIRECTION: Final = frozenset({"adjusted-threshold", "below-gate"})
+
+
+def short_reason(effect: Mapping[str, Any]) -> str:
+    """Why an effect is not a win, in a table cell (empty when there is nothing to say)."""
     reason = effect.get("reason")
-    return SHORT_REASONS.get(str(reason), str(reason)) if reason else ""
+    if not reason:
+        return ""
+    text = SHORT_REASONS.get(str(reason), str(reason))
+    estimate = effect.get("estimate")
+    if reason in _EITHER_DIRECTION and isinstance(estimate, int | float) and estimate > 0:
+        return f"an increase, not a saving ({text})"
+    return text
 
 
 def decision_tone(effect: Mapping[str, Any]) -> str | None:
@@ -184,6 +200,7 @@ __all__ = [
     "percent",
     "reason_text",
     "reasons_text",
+    "short_reason",
     "summary_sentence",
 ]
 
