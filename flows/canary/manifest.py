@@ -279,7 +279,32 @@ def budget_lines(budget: Budget, sim: bool) -> list[str]:
                     "points; the trial would exhaust it**"
                 )
         lines.append(line)
-    return lines
+    return lines + resolution_lines(budget)
+
+
+# Below this many points per run, a whole-percent reading (±1 point) blurs a run by more
+# than 5%: the revisions' quota difference may not be resolved, verdict by verdict.
+RESOLVED_POINTS_PER_RUN: Final = 20.0
+
+
+def resolution_lines(budget: Budget) -> list[str]:
+    """What whole-percent quota windows can resolve at this trial's size (said before
+    approval: identical trials can reach different quota verdicts when they cannot)."""
+    sizes = {w: s for w, s in budget.window_budget_tokens.items() if s}
+    if not sizes:
+        return []
+    window, size = min(sizes.items(), key=lambda item: item[1])
+    points = 100.0 * budget.estimated_tokens_per_episode / size
+    if points >= RESOLVED_POINTS_PER_RUN:
+        return []
+    return [
+        "",
+        f"- **Quota resolution**: one run is ~{points:.1f} points of the {window} window, "
+        f"read in whole percent (±1 point = ±{100 / points:.0f}% of a run): a quota "
+        "difference between the revisions smaller than that cannot be resolved, and "
+        "identical trials may reach different quota verdicts (supported or inconclusive). "
+        "The token and latency evidence is unaffected.",
+    ]
 
 
 def _assignment(a: Assignment) -> str:

@@ -251,3 +251,13 @@ def test_concurrent_use_is_tri_state_and_unknown_when_untouched(
         assert EvidenceEvalParams(unrelated_concurrent_use=word).unrelated_concurrent_use is value
         assert CanaryTrialParams(unrelated_concurrent_use=word).unrelated_concurrent_use is value
     assert EvidenceEvalParams().unrelated_concurrent_use is None
+
+
+def test_the_budget_says_when_whole_percent_windows_cannot_resolve_the_quota() -> None:
+    # the default trial: ~20,000 tokens a run of a 300,000-token window = 6.7 points a run
+    coarse = "\n".join(budget_lines(_budget(20_000), sim=True))
+    assert "**Quota resolution**: one run is ~6.7 points of the five-hour window" in coarse
+    assert "(±1 point = ±15% of a run)" in coarse
+    assert "identical trials may reach different quota verdicts" in coarse
+    # a run that spans 20 points or more of the smallest window is resolved to 5%
+    assert "Quota resolution" not in "\n".join(budget_lines(_budget(60_000), sim=True))
