@@ -30,6 +30,7 @@ SLOW_MODULES: dict[str, str] = {
     "tests/e2e/test_canary_browser.py": "browser against a Prefect server, paused flows",
     "tests/e2e/test_report_browser.py": "browser against a Prefect server",
     "tests/e2e/test_ui_trigger.py": "browser submit, worker runs the flow",
+    "tests/e2e/test_ui_form_safety.py": "browser: refused forms, a resume, a foreign task",
 }
 HEAVY_MARKERS = frozenset({"slow", "realcli", "browser", "stack", "e2e"})
 DOCKER_MARKERS = frozenset({"docker", "stack"})
