@@ -16,10 +16,12 @@ from datetime import UTC, datetime
 from typing import Any, Literal
 from uuid import UUID
 
+from prefect import State
 from prefect.artifacts import create_markdown_artifact
-from prefect.exceptions import FlowPauseTimeout
+from prefect.exceptions import Abort, FlowPauseTimeout
 from prefect.flow_runs import pause_flow_run, suspend_flow_run
 from prefect.input import RunInput
+from prefect.states import Cancelled
 from pydantic import ConfigDict, Field, model_validator
 
 from flows.canary.manifest import TRIALS, budget_lines, manifest_markdown, show_manifest
@@ -187,6 +189,29 @@ def decision_heading(approval: dict[str, Any], params: CanaryTrialParams) -> str
     if approval["outcome"] == "timeout":
         return f"not approved within {params.approval_timeout_s} s"
     return f"approved by {approval['approver']}"
+
+
+def end_not_run(message: str, result: dict[str, Any]) -> State[Any]:
+    """The final state of a trial that did not run: Cancelled, with its reason.
+
+    Returned as it is when the flow is called in process (the caller reads ``result``).
+    A served run instead sets Cancelled on the server and ends by Prefect's ``Abort``
+    signal: the engine raises on the result of a Cancelled state a flow returns, and logs
+    that as an ERROR with a traceback after the run already ended — a rejection is an
+    outcome, not an error.
+    """
+    from prefect.client.orchestration import get_client
+    from prefect.runtime import deployment, flow_run
+
+    run_id = flow_run.get_id()
+    if deployment.get_id() is None or run_id is None:
+        return Cancelled(message=message, data=result)
+    with get_client(sync_client=True) as client:
+        client.set_flow_run_state(UUID(run_id), Cancelled(message=message), force=True)
+        final = client.read_flow_run(UUID(run_id)).state
+    signal = Abort(message)
+    signal.state = final  # type: ignore[attr-defined]  # the engine reads it as the run's state
+    raise signal
 
 
 def not_run(trial_id: str, approval: dict[str, Any], params: CanaryTrialParams) -> dict[str, Any]:

@@ -21,9 +21,8 @@ from pathlib import Path
 from typing import Any
 
 from prefect import State, flow, get_run_logger
-from prefect.states import Cancelled
 
-from flows.canary.approval import decide, decision_heading, not_run
+from flows.canary.approval import decide, decision_heading, end_not_run, not_run
 from flows.canary.judging import judge_trial, verdict_summary
 from flows.canary.manifest import (
     approval_line,
@@ -84,7 +83,7 @@ def canary_trial(params: CanaryTrialParams) -> dict[str, Any] | State[Any]:
         result = not_run(trial_id, approval, params)
         logger.info("trial %s not run: %s", trial_id, result["reason"])
         # a distinct final state: nothing ran, and its message says why
-        return Cancelled(message=f"trial not run: {result['reason']}", data=result)
+        return end_not_run(f"trial not run: {result['reason']}", result)
     logger.info("trial %s %s", trial_id, approval_line(approval))
     manifest = manifest.model_copy(update={"approval": approval})
 
