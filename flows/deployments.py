@@ -64,6 +64,44 @@ def for_people(deployment: Any, choices: Choices) -> Any:
     return deployment
 
 
+def form_flows() -> dict[str, Any]:
+    """The flows whose deployments get the form, by flow name."""
+    flows: list[Any] = [
+        evidence_eval,
+        canary_trial.canary_trial,
+        certify_clients.certify_clients,
+        compare_artifact.compare_artifact,
+        audit_savings.audit_savings,
+    ]
+    return {f.name: f for f in flows}
+
+
+def polish_deployed_forms() -> list[str]:
+    """Give the deployments `prefect deploy` registered (infra/prefect.yaml: work pools, the
+    team stack) the form `pairlab serve` gives its own: `prefect deploy` writes the flow's
+    raw schema. The form is built from this checkout's flow (never re-polished from the
+    server's copy), so running it twice changes nothing. Returns ``flow/deployment`` names."""
+    from prefect.client.orchestration import get_client
+    from prefect.client.schemas.actions import DeploymentUpdate
+    from prefect.utilities.callables import parameter_schema
+
+    choices, flows = form_choices(), form_flows()
+    updated = []
+    with get_client(sync_client=True) as client:
+        for deployment in client.read_deployments():
+            flow_name = client.read_flow(deployment.flow_id).name
+            if flow_name not in flows:
+                continue
+            schema = polish_schema(parameter_schema(flows[flow_name]).model_dump(), choices)
+            parameters = with_form_defaults(schema, drop_none(dict(deployment.parameters)))
+            client.update_deployment(
+                deployment.id,
+                DeploymentUpdate(parameter_openapi_schema=schema, parameters=parameters),
+            )
+            updated.append(f"{flow_name}/{deployment.name}")
+    return sorted(updated)
+
+
 def build_deployments() -> list[Any]:
     choices = form_choices()
     return [for_people(d, choices) for d in _deployments()]

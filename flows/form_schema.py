@@ -153,7 +153,8 @@ def polish_definition(name: str, definition: dict[str, Any], choices: Choices) -
 
 
 def polish_schema(schema: dict[str, Any], choices: Choices) -> dict[str, Any]:
-    """The form schema of a flow whose parameters are pydantic models (in place)."""
+    """The form schema of a flow whose parameters are pydantic models (in place; from the
+    raw schema only: a second pass could not tell the fields it made optional)."""
     for name, definition in schema.get("definitions", {}).items():
         polish_definition(name, definition, choices)
     for prop in schema.get("properties", {}).values():

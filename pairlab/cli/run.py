@@ -398,3 +398,20 @@ def register(app: typer.Typer) -> None:
         from flows.deployments import serve_all
 
         serve_all(limit=limit)
+
+    @app.command("forms")
+    def forms_cmd() -> None:
+        """Give deployments registered by `prefect deploy` (infra/prefect.yaml: work pools,
+        the team stack) the run forms `pairlab serve` gives its own (choices, bounds refused
+        beside the field, tri-state concurrent use); run after `prefect deploy`."""
+        _quiet_prefect("WARNING")
+        api_url = os.environ.get("PREFECT_API_URL")
+        if not api_url:
+            raise EnvironmentUnavailable(
+                "PREFECT_API_URL is not set", reason=ReasonCode.PREFECT_UNAVAILABLE
+            )
+        _require_prefect_server(api_url)
+        from flows.deployments import polish_deployed_forms
+
+        for name in polish_deployed_forms():
+            typer.echo(f"form updated: {name}")

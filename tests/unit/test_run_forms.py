@@ -261,3 +261,20 @@ def test_the_budget_says_when_whole_percent_windows_cannot_resolve_the_quota() -
     assert "identical trials may reach different quota verdicts" in coarse
     # a run that spans 20 points or more of the smallest window is resolved to 5%
     assert "Quota resolution" not in "\n".join(budget_lines(_budget(60_000), sim=True))
+
+
+def test_work_pool_deployments_get_the_same_form(deployments: list[Any]) -> None:
+    """`pairlab forms` (after `prefect deploy`) builds the form `pairlab serve` serves, from
+    the flow's raw schema, and leaves a deployment's parameters as they are."""
+    from prefect.utilities.callables import parameter_schema
+
+    from flows.deployments import form_flows
+    from flows.form_schema import polish_schema, with_form_defaults
+
+    choices, flows = form_choices(), form_flows()
+    for deployment in deployments:
+        served = deployment._parameter_openapi_schema.model_dump()
+        raw = parameter_schema(flows[deployment.flow_name]).model_dump()
+        assert polish_schema(raw, choices) == served, deployment.name
+        params = deployment.parameters
+        assert with_form_defaults(served, drop_none(params)) == params
