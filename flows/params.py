@@ -83,7 +83,11 @@ class EvidenceEvalParams(BaseModel):
         "(empty = none, docs/accounts.md)",
     )
     repetitions: int = Field(
-        5, ge=1, le=200, description="Pairs per task (5 passes the default gate)"
+        5,
+        ge=1,
+        le=200,
+        description="Pairs per task (5 passes the default gate; fewer than the gate: every "
+        "cohort is insufficient by design)",
     )
     arms: list[Arm] = Field(
         default_factory=_all_arms,
@@ -114,7 +118,13 @@ class EvidenceEvalParams(BaseModel):
     on_secret: Literal["redact", "refuse"] = Field(
         "redact", description="Secrets found before publishing"
     )
-    concurrency: int = Field(1, ge=1, le=32, description="Pairs run at the same time")
+    concurrency: int = Field(
+        1,
+        ge=1,
+        le=32,
+        description="Pairs run at the same time (above 1, episodes overlap on one account and "
+        "every subscription-quota verdict is inconclusive)",
+    )
     run_id: str | None = Field(None, description="Resume this run id (empty = new run)")
     work_dir: str = Field(".pairlab/work", description="Local working directory for run staging")
     dispatch: DispatchParams = Field(

@@ -70,8 +70,24 @@ def show_interruption(run_id: str, run_dir: RunDir) -> None:
             key=_key("interrupted", run_id),
             description=line[:500],
         )
+        _set_cancelled(f"interrupted: resume with Run Id {run_id}")
     finally:
         get_run_logger().warning(line)
+
+
+def _set_cancelled(message: str) -> None:
+    """The run's state on the server: Cancelled, saying how to resume. Pairs already running
+    finish in their threads before the process can exit, and a `pairlab serve` stopping
+    does not wait for that: without this the run could stay Running on the server."""
+    from prefect.client.orchestration import get_client
+    from prefect.runtime import flow_run
+    from prefect.states import Cancelled
+
+    flow_run_id = flow_run.get_id()
+    if flow_run_id is None:
+        return
+    with get_client(sync_client=True) as client:
+        client.set_flow_run_state(UUID(flow_run_id), Cancelled(message=message), force=True)
 
 
 def _planned_episodes(run_dir: RunDir) -> int | None:
