@@ -16,7 +16,7 @@ import subprocess
 import sys
 import time
 import urllib.request
-from collections.abc import Iterator
+from collections.abc import Collection, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -82,15 +82,19 @@ def runs_of(server: PrefectServer, deployment_id: str) -> list[dict[str, Any]]:
     return list(api(server, "POST", "/flow_runs/filter", body))
 
 
-def wait_for_created_run(server: PrefectServer, deployment_id: str, timeout_s: float) -> str:
-    """The id of the one flow run the UI created for ``deployment_id``, once the server has it.
+def wait_for_created_run(
+    server: PrefectServer, deployment_id: str, timeout_s: float, known: Collection[str] = ()
+) -> str:
+    """The id of the one flow run the UI created for ``deployment_id``, once the server has it
+    (``known``: runs the deployment had before the form was sent, e.g. another test's on
+    the session's server).
 
     What a browser test waits on after submitting a form: the run appearing through the
     API, not the page's navigation (which under load can take longer than the run's
     creation and proves nothing about it)."""
     deadline = time.monotonic() + timeout_s
     while True:
-        runs = runs_of(server, deployment_id)
+        runs = [r for r in runs_of(server, deployment_id) if r["id"] not in set(known)]
         if runs:
             assert len(runs) == 1, runs
             return str(runs[0]["id"])
