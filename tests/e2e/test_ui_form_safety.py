@@ -186,9 +186,15 @@ def test_the_form_cannot_hurt_the_operator(prefect_server: Any, tmp_path: Path) 
                 # 4. A task of another suite: the run is refused in one line on its page.
                 _open_form(page, prefect_server.url, dep_id)
                 _select(page, "Suite", "claims-useful")
-                _field(page, "Run Id").locator("textarea, input").first.fill("ui-foreign")
+                foreign_box = _field(page, "Run Id").locator("textarea, input").first
+                foreign_box.fill("ui-foreign")
+                expect(foreign_box).to_have_value("ui-foreign")
                 submit.click()
-                foreign = _new_run(prefect_server, dep_id, known, RUN_CREATED_S)
+                try:
+                    foreign = _new_run(prefect_server, dep_id, known, RUN_CREATED_S)
+                except AssertionError:
+                    screenshot(page, shots, "ui-form-foreign-no-run", tall=True)
+                    raise AssertionError(page.locator("body").inner_text()[-3000:]) from None
                 wait_for_run(prefect_server, foreign, ("FAILED",), RUN_DONE_S)
                 page.goto(f"{prefect_server.url}/flow-runs/flow-run/{foreign}", wait_until="commit")
                 expect(page.locator("body")).to_contain_text(
