@@ -61,14 +61,15 @@ def test_the_readme_prefect_ui_block_works_in_a_fresh_directory(tmp_path: Path) 
     fresh.mkdir()
     env = {k: v for k, v in os.environ.items() if not k.startswith("PREFECT_")}
     env["PREFECT_SERVER_API_PORT"] = str(port)  # the UI's API URL (docs: a second server)
-    proc = subprocess.Popen(
-        ["bash", "-c", script],
-        cwd=fresh,
-        env=env,
-        stdout=(tmp_path / "block.log").open("wb"),
-        stderr=subprocess.STDOUT,
-        start_new_session=True,
-    )
+    with (tmp_path / "block.log").open("wb") as log_file:
+        proc = subprocess.Popen(
+            ["bash", "-c", script],
+            cwd=fresh,
+            env=env,
+            stdout=log_file,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
     try:
         deadline = time.monotonic() + READY_S
         while not expected <= set(_deployments(f"http://127.0.0.1:{port}/api")):
