@@ -28,7 +28,11 @@ def run_pair_flow(request: RunPairRequest) -> list[str]:
     """Run the episodes of one pair in planned order; return their episode ids."""
     params = request.params
     work_dir = Path(params.work_dir)
-    suite, profile = load_eval_inputs(params.suite, params.profile, params.intervention)
+    # a pypi intervention: installed on this worker too (cached; a file lock when several
+    # workers of one host install at once)
+    suite, profile = load_eval_inputs(
+        params.suite, params.profile, params.intervention, backend_name=params.backend
+    )
     run_dir = RunDir(work_dir, request.run_id).ensure()
     done: dict[str, EpisodeRecord] = {}
     for planned in request.pair:
