@@ -70,9 +70,16 @@ def episode(rep: int, arm: str, total: int | None, **extra: Any) -> EpisodeRecor
 
 
 def cohort_records(
-    pairs: int, saving: int = 100, arms: tuple[str, ...] = ("baseline", "optimizer"), **extra: Any
+    pairs: int,
+    saving: int = 100,
+    arms: tuple[str, ...] = ("baseline", "optimizer"),
+    *,
+    seed: int | None = None,
+    **extra: Any,
 ) -> list[EpisodeRecord]:
-    rng = random.Random(pairs * 7 + saving)
+    """``pairs`` pairs whose arms differ by ``saving`` tokens plus uniform noise; the same
+    ``(pairs, saving)`` gives the same data unless ``seed`` makes the cohorts independent."""
+    rng = random.Random(pairs * 7 + saving if seed is None else seed)
     records = []
     for rep in range(pairs):
         base = 1000 + rng.randint(0, 40)
