@@ -38,7 +38,7 @@ from pairlab.adapters.run.directory import RunDir
 from pairlab.adapters.run.frozen_settings import write_frozen_settings
 from pairlab.adapters.run.outputs import published_location, quota_provider
 from pairlab.adapters.run.study_plan import freeze_plan
-from pairlab.core.accounts import refuse_credential_parameters
+from pairlab.core.accounts import AccountStamp, refuse_credential_parameters
 from pairlab.core.analysis.cohorts import resolve_gate
 from pairlab.core.analysis.study_plan import ResolvedPlan
 from pairlab.core.errors import InvalidInputError
@@ -94,7 +94,11 @@ def open_environment(
 
 
 def run_settings(
-    params: EvidenceEvalParams, profile: RunnerProfile, schedule: Schedule, gate: int
+    params: EvidenceEvalParams,
+    profile: RunnerProfile,
+    schedule: Schedule,
+    gate: int,
+    account: AccountStamp | None = None,
 ) -> RunSettings:
     """``run.json`` of an evidence-eval run: its parameters as the report names them."""
     quota = schedule.quota_intervals
@@ -111,6 +115,7 @@ def run_settings(
         gate=gate,
         quota_provider=quota_provider(profile),
         intervention=profile.intervention,
+        account=account,
         quota_intervals=None
         if quota is None
         else QuotaIntervalSettings(
@@ -217,7 +222,9 @@ def _evaluate(params: EvidenceEvalParams, run_id: str) -> dict[str, Any]:
     ordered = [progress.records[e] for e in planned_ids if e in progress.records]
     write_quota_intervals(run_dir, schedule)
     analysis = aggregate_cohorts(quoted(ordered), run_id, params.min_pairs, plan)
-    settings = run_settings(params, env.profile, schedule, int(analysis.get("gate", gate)))
+    settings = run_settings(
+        params, env.profile, schedule, int(analysis.get("gate", gate)), account=env.account
+    )
     outputs = render_report(
         quoted(run_dir), quoted(ordered), planned_ids, quoted(analysis), quoted(settings)
     )

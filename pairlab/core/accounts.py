@@ -208,3 +208,39 @@ def refuse_credential_parameters(values: Mapping[str, object]) -> None:
                 "and name the account",
                 reason=ReasonCode.CREDENTIAL_IN_PARAMETER,
             )
+
+
+class AccountStamp(StrictModel):
+    """What a run records of its account (``run.json``, the report): never the credential,
+    and the provider URL without user info, query or fragment."""
+
+    name: str
+    client: AccountClient
+    kind: CredentialKind
+    provider_url: str
+    is_default_provider: bool
+
+    @classmethod
+    def of(cls, account: Account) -> AccountStamp:
+        from urllib.parse import urlsplit, urlunsplit
+
+        parts = urlsplit(account.effective_provider_url)
+        host = parts.hostname or ""
+        netloc = f"{host}:{parts.port}" if parts.port else host
+        return cls(
+            name=account.name,
+            client=account.client,
+            kind=account.kind,
+            provider_url=urlunsplit((parts.scheme, netloc, parts.path, "", "")),
+            is_default_provider=account.provider_url is None,
+        )
+
+    def fact(self) -> str:
+        """The report's facts-line words: which account, and what its kind means for quota."""
+        window = (
+            "an API key has no subscription window"
+            if self.kind == CredentialKind.API_KEY
+            else "subscription windows not read yet"
+        )
+        where = "the provider" if self.is_default_provider else self.provider_url
+        return f" · account {self.name} ({self.client} {self.kind} at {where}; {window})"

@@ -60,6 +60,12 @@ def test_eval_on_an_account_publishes_nothing_of_its_credential(tmp_path: Path) 
     records = [json.loads(line) for line in (run_dir / "episodes.jsonl").read_text().splitlines()]
     assert {r["client"] for r in records} == {"claude"}
     assert list(run_dir.glob("episodes/*/collected/**/*.jsonl"))  # transcripts were published
+    settings = json.loads((run_dir / "run.json").read_text())
+    assert settings["account"]["name"] == "own"
+    assert settings["account"]["kind"] == "subscription-token"
+    assert "· account own (claude subscription-token at http://127.0.0.1:" in (
+        run_dir / "report.md"
+    ).read_text()
     # published, staged, printed: the credential nowhere, whole or without its prefix
     for where in (store, work):
         assert files_holding(where, planted) == []

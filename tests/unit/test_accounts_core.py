@@ -66,3 +66,28 @@ def test_names_and_unknown_accounts() -> None:
     err = unknown_account("nope", ["b", "a"])
     assert err.exit_code == 2 and err.reason == ReasonCode.ACCOUNT_UNKNOWN
     assert "a, b" in err.message
+
+
+def test_the_stamp_a_run_records_names_no_credential_and_says_what_the_kind_means() -> None:
+    from datetime import UTC, datetime
+
+    from pairlab.core.accounts import Account, AccountStamp
+
+    def account(kind: CredentialKind, url: str | None) -> Account:
+        return Account(
+            name="own", client="claude", kind=kind, provider_url=url, stored_in="file:x",
+            added_at=datetime(2026, 12, 4, tzinfo=UTC),
+        )  # fmt: skip
+
+    gateway = AccountStamp.of(
+        account(CredentialKind.API_KEY, "https://user:pw@gw.example:8443/anthropic?k=v")
+    )
+    assert gateway.provider_url == "https://gw.example:8443/anthropic"
+    assert not gateway.is_default_provider
+    assert "pw" not in gateway.fact() and "an API key has no subscription window" in gateway.fact()
+    own = AccountStamp.of(account(CredentialKind.SUBSCRIPTION_TOKEN, None))
+    assert own.is_default_provider and own.provider_url == "https://api.anthropic.com"
+    assert own.fact() == (
+        " · account own (claude subscription-token at the provider; "
+        "subscription windows not read yet)"
+    )

@@ -34,6 +34,7 @@ from pairlab.adapters.episode.io import (
     read_episode_usage,
     usage_files,
 )
+from pairlab.core.accounts import AccountStamp
 from pairlab.core.emulator.run_settings import EmulatorSettings
 from pairlab.core.errors import InvalidInputError, PairlabError, ReasonCode
 from pairlab.core.findings.evidence import EpisodeEvidence
@@ -54,6 +55,7 @@ class RunEnvironment:
     backend: ExecutionBackend
     profile: RunnerProfile
     provider: RunEndpoint | None = None
+    account: AccountStamp | None = None  # the registered account it runs on (never its credential)
 
     def register(
         self, *, episode_id: str, task_id: str, arm: str, repetition: int, seed: int
@@ -144,7 +146,8 @@ def _account_environment(
     record, credential = load_account(account)
     wired = account_run_profile(profile, record)
     host_env = account_host_env(wired, credential, os.environ)
-    return RunEnvironment(make_backend(backend_name, run_id=run_id, host_env=host_env), wired)
+    backend = make_backend(backend_name, run_id=run_id, host_env=host_env)
+    return RunEnvironment(backend, wired, account=AccountStamp.of(record))
 
 
 Prepare = Callable[[ExecutionBackend, EpisodeSpec], PreparedEpisode]

@@ -34,6 +34,7 @@ from pairlab.core.report.markdown import CLAIM_NOTE, render_cohort_markdown
 from pairlab.core.report.svg import Row, interval_chart
 from pairlab.core.report.words import (
     QUESTION_TITLES,
+    account_fact,
     cohort_title,
     decision_tone,
     group_title,
@@ -338,6 +339,7 @@ def render_report_html(report: Mapping[str, Any]) -> str:
         f"{number(meta.get('price_catalog_version'))}"
         + (f" · study plan {plan.get('id')} ({str(plan.get('sha256', ''))[:12]})" if plan else "")
         + intervention_fact(meta.get("intervention"))
+        + account_fact(meta.get("account"))
     )
     parts = [
         '<!DOCTYPE html><html lang="en"><head><meta charset="utf-8">',

@@ -18,6 +18,7 @@ from pairlab.core.analysis.metrics import KEY_COLUMNS, METRICS
 from pairlab.core.analysis.table import rule_text
 from pairlab.core.report.headline import COST_METRIC, QUESTIONS, build_headline, token_metric
 from pairlab.core.report.words import (
+    account_fact,
     cohort_title,
     decision_tone,
     decision_word,
@@ -258,6 +259,7 @@ def render_report_markdown(
         f"catalog {number(meta.get('price_catalog_version'))}"
         + (f" · study plan '{plan.get('id')}' ({str(plan.get('sha256', ''))[:12]})" if plan else "")
         + intervention_fact(meta.get("intervention"))
+        + account_fact(meta.get("account"))
     )
     lines.append("")
     lines += render_headline_markdown(headline)

@@ -21,6 +21,7 @@ from typing import Any, Final, Literal
 import polars as pl
 from pydantic import Field
 
+from pairlab.core.accounts import AccountStamp
 from pairlab.core.analysis.cohorts import analyse_cohorts
 from pairlab.core.analysis.result import effects_frame
 from pairlab.core.analysis.study_plan import ResolvedPlan
@@ -66,6 +67,8 @@ class RunSettings(StrictModel):
     quota_intervals: QuotaIntervalSettings | None = None
     # the run's intervention (issue 26): id, version, manifest sha256; None on older runs
     intervention: InterventionStamp | None = None
+    # the registered account the run used (issue 27); None: the emulator or the simulator
+    account: AccountStamp | None = None
     resamples: int = Field(DEFAULT_RESAMPLES, ge=100)
     confidence: float = Field(DEFAULT_CONFIDENCE, ge=0.5, lt=1.0)
 
@@ -142,6 +145,11 @@ def run_meta(
         "intervention": None
         if settings.intervention is None
         else settings.intervention.model_dump(mode="json"),
+        **(
+            {}
+            if settings.account is None
+            else {"account": settings.account.model_dump(mode="json")}
+        ),
     }
 
 

@@ -165,6 +165,16 @@ def cohort_title(key: Mapping[str, Any]) -> str:
     return f"{key.get('taskId')}{suffix}"
 
 
+def account_fact(account: Any) -> str:
+    """`` · account <name> (<client> <kind> at <provider>; <what it means for quota>)`` for
+    the report's facts line; empty for a run on no account (the emulator, the simulator)."""
+    if not isinstance(account, Mapping):
+        return ""
+    from pairlab.core.accounts import AccountStamp
+
+    return AccountStamp.model_validate(account, strict=False).fact()
+
+
 def intervention_fact(intervention: Any) -> str:
     """`` · intervention <id> <version> (manifest <first 12 hex>)`` for the report's facts
     line; empty for a run that recorded none (written before issue 26)."""
@@ -186,6 +196,7 @@ __all__ = [
     "METRIC_TITLES",
     "NULL",
     "QUESTION_TITLES",
+    "account_fact",
     "cohort_title",
     "decision_tone",
     "decision_word",
