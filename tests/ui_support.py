@@ -15,6 +15,7 @@ import shutil
 import subprocess
 import sys
 import time
+import urllib.error
 import urllib.request
 from collections.abc import Collection, Iterator
 from pathlib import Path
@@ -23,6 +24,7 @@ from typing import Any
 from tests.prefect_server import PrefectServer, stop_process_group
 
 SERVE_READY_S = 300
+API_RETRIES = 5  # answers 503 retried, 1 s to 16 s apart
 SCREENSHOTS_ENV = "PAIRLAB_UI_SCREENSHOTS"
 TERMINAL = ("COMPLETED", "FAILED", "CRASHED", "CANCELLED")
 
@@ -35,8 +37,17 @@ def api(server: PrefectServer, method: str, path: str, body: Any = None) -> Any:
         data=data,
         headers={"Content-Type": "application/json"},
     )
-    with urllib.request.urlopen(req, timeout=30) as resp:
-        return json.loads(resp.read() or b"null")
+    for attempt in range(API_RETRIES + 1):
+        try:
+            with urllib.request.urlopen(req, timeout=30) as resp:
+                return json.loads(resp.read() or b"null")
+        except urllib.error.HTTPError as exc:
+            # 503: the server's SQLite was locked under load and nothing was written;
+            # Prefect's own client retries it the same way
+            if exc.code != 503 or attempt == API_RETRIES:
+                raise
+            time.sleep(2**attempt)
+    raise AssertionError("unreachable")
 
 
 def start_serve(
@@ -62,6 +73,30 @@ def serving(server: PrefectServer, cwd: Path) -> Iterator[subprocess.Popen[bytes
         yield proc
     finally:
         stop_process_group(proc, timeout=30)
+
+
+def _flow_processes(serve_pid: int) -> list[int]:
+    """Flow-run processes (``python -m prefect.engine``) that ``pairlab serve`` started."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        with contextlib.suppress(OSError):
+            ppid = int((entry / "stat").read_text().rsplit(")", 1)[1].split()[1])
+            cmdline = (entry / "cmdline").read_bytes()
+            if ppid == serve_pid and b"prefect.engine" in cmdline:
+                found.append(int(entry.name))
+    return found
+
+
+def wait_for_flow_processes(proc: subprocess.Popen[bytes], timeout_s: float = 120) -> None:
+    """Wait until the flow runs ``proc`` (``pairlab serve``) started have exited: a run's
+    state turns terminal before its process has flushed and ended, and stopping serve in
+    between makes Prefect log a crash that belongs to the stop, not to the run."""
+    deadline = time.monotonic() + timeout_s
+    while _flow_processes(proc.pid):
+        assert time.monotonic() < deadline, "a flow-run process of pairlab serve never ended"
+        time.sleep(0.5)
 
 
 def wait_for_deployment(

@@ -14,7 +14,13 @@ from typing import Any
 import pytest
 
 from tests.canary_trial_support import wait_for_input_schema
-from tests.ui_support import api, serving, wait_for_deployment, wait_for_run
+from tests.ui_support import (
+    api,
+    serving,
+    wait_for_deployment,
+    wait_for_flow_processes,
+    wait_for_run,
+)
 
 TRIAL_ID = "served-reject"
 
@@ -52,6 +58,7 @@ def test_a_rejected_served_canary_logs_no_traceback(prefect_server: Any, tmp_pat
         )
         assert answer["status"] == "ACCEPT", answer
         done = wait_for_run(prefect_server, run["id"], ("CANCELLED",), 600)
+        wait_for_flow_processes(proc)  # the run's process ends on its own before serve stops
     assert done["state"]["message"] == "trial not run: rejected by ops-gina: not today"
     body = {"logs": {"flow_run_id": {"any_": [run["id"]]}}, "sort": "TIMESTAMP_ASC"}
     logs = api(prefect_server, "POST", "/logs/filter", body)
