@@ -17,9 +17,9 @@ below the plan's minimum makes the analysis exploratory (said in the output).
 
 from __future__ import annotations
 
-from collections.abc import Collection
+from collections.abc import Callable, Collection, Iterator
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated
+from typing import TYPE_CHECKING, Annotated, TypeVar
 
 import typer
 
@@ -38,16 +38,25 @@ if TYPE_CHECKING:
     import polars as pl
 
 
-def read_episode_log(path: Path) -> list[EpisodeRecord]:
+T = TypeVar("T")
+
+
+def _read_log(path: Path, consume: Callable[[Iterator[EpisodeRecord]], T]) -> T:
+    """``consume`` the log's validated records as they are read; a missing or unreadable
+    file is invalid input with its reason."""
     try:
         with path.open(encoding="utf-8") as handle:
-            return list(iter_episode_lines(iter(handle), source=str(path)))
+            return consume(iter_episode_lines(iter(handle), source=str(path)))
     except FileNotFoundError as exc:
         raise InvalidInputError(f"{path}: no such file", reason=ReasonCode.NOT_FOUND) from exc
     except (OSError, UnicodeDecodeError) as exc:
         raise InvalidInputError(
             f"{path}: cannot read ({exc})", reason=ReasonCode.INPUT_READ_FAILED
         ) from exc
+
+
+def read_episode_log(path: Path) -> list[EpisodeRecord]:
+    return _read_log(path, list)
 
 
 def read_episode_frame(path: Path) -> pl.DataFrame:
@@ -55,15 +64,7 @@ def read_episode_frame(path: Path) -> pl.DataFrame:
     same errors as :func:`read_episode_log`), no record kept beyond its columns."""
     from pairlab.core.analysis.pairing import episodes_frame
 
-    try:
-        with path.open(encoding="utf-8") as handle:
-            return episodes_frame(iter_episode_lines(iter(handle), source=str(path)))
-    except FileNotFoundError as exc:
-        raise InvalidInputError(f"{path}: no such file", reason=ReasonCode.NOT_FOUND) from exc
-    except (OSError, UnicodeDecodeError) as exc:
-        raise InvalidInputError(
-            f"{path}: cannot read ({exc})", reason=ReasonCode.INPUT_READ_FAILED
-        ) from exc
+    return _read_log(path, episodes_frame)
 
 
 def choose_run_id(explicit: str | None, run_ids: Collection[str | None], path: Path) -> str:
