@@ -41,6 +41,11 @@ def prefect_env(home: Path, api_url: str | None = None) -> dict[str, str]:
             "PREFECT_API_DATABASE_CONNECTION_URL": f"sqlite+aiosqlite:///{home / 'prefect.db'}",
             "PREFECT_LOGGING_LEVEL": "WARNING",
             "PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS": str(STARTUP_TIMEOUT_S),
+            # a loaded 2-core machine with 4 test workers: the SQLite server waits longer for
+            # its lock before answering 503, and clients retry a 500/504 as well as the 503s
+            # and 429s they retry by default (as the stack's workers do)
+            "PREFECT_SERVER_DATABASE_TIMEOUT": "60",
+            "PREFECT_CLIENT_RETRY_EXTRA_CODES": "500,504",
         }
     )
     if api_url:

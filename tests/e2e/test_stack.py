@@ -219,7 +219,12 @@ TRIGGER = """
 import json, sys, time
 from prefect.client.orchestration import get_client
 from prefect.deployments import run_deployment
+from flows.form_schema import drop_none
+from flows.params import EvidenceEvalParams
 params, timeout, key = json.loads(sys.argv[1]), float(sys.argv[2]), sys.argv[3]
+# the deployment's form schema requires every section of `params` (a run replaces the whole
+# parameter): an API client sends the complete model, with no None values
+params = drop_none(EvidenceEvalParams.model_validate(params).model_dump(mode="json"))
 run = run_deployment("evidence-eval/evidence-eval", parameters={"params": params}, timeout=0,
                      idempotency_key=key)
 print("CREATED " + str(run.id), flush=True)

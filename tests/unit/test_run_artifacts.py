@@ -106,7 +106,13 @@ def test_an_exploratory_run_is_labelled_in_every_artifact() -> None:
     assert text.startswith("# EXPLORATORY — run")
     assert "Exploratory analysis" in text
     rows = cohort_tables(report)["totalTokens"]
-    assert rows and all(r["decision"].endswith("(exploratory)") for r in rows)
+    effects = [effect for _cohort, effect in _primary_effects(report)]
+    # every effect the gate let through is labelled; an interval the skewness gate refused at
+    # 3 pairs is `insufficient` (not computed), never exploratory, and says so
+    computed = [r for r, e in zip(rows, effects, strict=True) if e["decision"] != "insufficient"]
+    refused = [r for r, e in zip(rows, effects, strict=True) if e["decision"] == "insufficient"]
+    assert computed and all(r["decision"].endswith("(exploratory)") for r in computed)
+    assert all(r["decision"] == DECISION_LABELS["insufficient"] for r in refused)
     assert not any("win" in r["decision"] for r in rows)
 
 
