@@ -3,6 +3,9 @@
 Arms of one pair run in their planned order, one after another; different pairs
 run concurrently up to ``concurrency``. Completed episodes are persisted by
 episode id, so re-running with the same ``run_id`` resumes without duplicates.
+With ``budget_tokens`` the budget ceiling (pairlab/core/budget.py) is decided before
+each pair; a run stopped by it reports and publishes what it did and ends Cancelled,
+``budget-exhausted`` (a resume with a higher ceiling continues it).
 
 The ``plan`` task stays in this module beside the flow it plans for: it reads the
 flow's parameter model, and ``tasks`` may not import ``flows`` (the layers contract).
@@ -19,10 +22,12 @@ from typing import Any
 
 from prefect import flow, get_run_logger, task
 from prefect.cache_policies import NO_CACHE
+from prefect.client.schemas.objects import State
 from prefect.exceptions import TerminationSignal
 from prefect.futures import PrefectFuture
 from prefect.task_runners import ThreadPoolTaskRunner
 
+from flows.evidence.budget_gate import BudgetGate
 from flows.evidence.dispatch import dispatch_pair
 from flows.evidence.episode import EpisodeContext, execute_episode, run_pair
 from flows.evidence.progress import PairProgress
@@ -31,7 +36,7 @@ from flows.evidence.resume import resume_text, settle_params
 from flows.evidence.warm_harvest import harvest_graph
 from flows.evidence.window import run_window
 from flows.params import EvidenceEvalParams
-from flows.run_ui import name_flow_run, show_interruption, show_refusal
+from flows.run_ui import name_flow_run, show_budget_stop, show_interruption, show_refusal
 from pairlab.adapters.episode.io import load_eval_inputs, sim_account_dir
 from pairlab.adapters.episode.session import RunEnvironment, open_run_environment
 from pairlab.adapters.run.directory import RunDir
@@ -41,6 +46,7 @@ from pairlab.adapters.run.study_plan import freeze_plan
 from pairlab.core.accounts import AccountStamp, refuse_credential_parameters
 from pairlab.core.analysis.cohorts import resolve_gate
 from pairlab.core.analysis.study_plan import ResolvedPlan
+from pairlab.core.budget import BudgetStatus
 from pairlab.core.errors import InvalidInputError
 from pairlab.core.findings.warm_stratum import plan_warm_schedule
 from pairlab.core.frozen_settings import check_nothing_dropped
@@ -99,6 +105,7 @@ def run_settings(
     schedule: Schedule,
     gate: int,
     account: AccountStamp | None = None,
+    budget: BudgetStatus | None = None,
 ) -> RunSettings:
     """``run.json`` of an evidence-eval run: its parameters as the report names them."""
     quota = schedule.quota_intervals
@@ -116,6 +123,7 @@ def run_settings(
         quota_provider=quota_provider(profile),
         intervention=profile.intervention,
         account=account,
+        budget=budget,
         quota_intervals=None
         if quota is None
         else QuotaIntervalSettings(
@@ -144,12 +152,21 @@ def submit_unit(
     validate_parameters=True,
     log_prints=False,
 )
-def evidence_eval(params: EvidenceEvalParams) -> dict[str, Any]:
-    """Run a paired, order-rotated 4-arm evaluation and publish its report."""
+def evidence_eval(params: EvidenceEvalParams) -> dict[str, Any] | State[Any]:
+    """Run a paired, order-rotated 4-arm evaluation and publish its report.
+
+    A run stopped at its budget ceiling returns Prefect's Cancelled state (message
+    ``budget-exhausted: resume with Run Id X and a higher ceiling``, the result as its
+    data): Cancelled, not Failed, because nothing went wrong and the run is resumable, as
+    an interrupted run is; Failed would read as an error (and a work-pool pair that ends
+    Failed is dispatched again)."""
     run_id = params.run_id or new_run_id()
     name_flow_run(run_id)  # the UI's run name is pairlab's run id
     try:
-        return _evaluate(params, run_id)
+        result = _evaluate(params, run_id)
+        if result.get("budget_exhausted"):
+            return show_budget_stop(run_id, result)
+        return result
     except InvalidInputError as exc:  # what only the flow can check: said on screen too
         show_refusal(run_id, exc)
         raise
@@ -165,6 +182,13 @@ def _evaluate(params: EvidenceEvalParams, run_id: str) -> dict[str, Any]:
     # 1. A resume goes on with the run's frozen settings (a request that would change
     #    what the run measures is refused, resume-changed; flows/evidence/resume.py).
     params, resumed = settle_params(params, run_dir)
+    if params.account is not None and params.budget_tokens is None:
+        get_run_logger().warning(
+            "run %s runs on account %r with NO BUDGET CEILING: nothing stops it before its "
+            "plan is done; give one with --budget-tokens N (budget_tokens) (docs/accounts.md)",
+            run_id,
+            params.account,
+        )
     # 2. Plan: the suite's tasks (the warm harvest task runs once, before the strata).
     #    A pypi intervention is installed into its own environment here (cached).
     suite, profile = load_eval_inputs(
@@ -198,6 +222,9 @@ def _evaluate(params: EvidenceEvalParams, run_id: str) -> dict[str, Any]:
     _log_scope(run_id, scope)
     if (resumed_line := resume_text(run_id, resumed)) is not None:
         get_run_logger().info(resumed_line)
+    budget = (
+        None if params.budget_tokens is None else BudgetGate(run_id, params.budget_tokens, progress)
+    )
     try:
         # 5. Claim 4's harvest session: one full-arm episode, its graph frozen and hashed.
         if params.warm is not None:
@@ -215,6 +242,7 @@ def _evaluate(params: EvidenceEvalParams, run_id: str) -> dict[str, Any]:
             on_done=progress.finished,
             on_error=progress.failed,
             on_start=progress.started,
+            admit=None if budget is None else budget.admit,
         )
     finally:
         env.close()
@@ -222,8 +250,24 @@ def _evaluate(params: EvidenceEvalParams, run_id: str) -> dict[str, Any]:
     ordered = [progress.records[e] for e in planned_ids if e in progress.records]
     write_quota_intervals(run_dir, schedule)
     analysis = aggregate_cohorts(quoted(ordered), run_id, params.min_pairs, plan)
+    stopped = budget is not None and budget.stopped is not None
+    status = (
+        None
+        if params.budget_tokens is None
+        else BudgetStatus.of(
+            ordered,
+            ceiling_tokens=params.budget_tokens,
+            stopped=stopped,
+            episodes_planned=len(planned_ids),
+        )
+    )
     settings = run_settings(
-        params, env.profile, schedule, int(analysis.get("gate", gate)), account=env.account
+        params,
+        env.profile,
+        schedule,
+        int(analysis.get("gate", gate)),
+        account=env.account,
+        budget=status,
     )
     outputs = render_report(
         quoted(run_dir), quoted(ordered), planned_ids, quoted(analysis), quoted(settings)
@@ -233,7 +277,10 @@ def _evaluate(params: EvidenceEvalParams, run_id: str) -> dict[str, Any]:
     )
     show_results(outputs["report_json"], params.store, run_id)
     below = bool(analysis.get("allBelowGate"))
-    return _finish(params, run_id, ordered, run_dir, manifest, gate < plan.plan.min_pairs, below)
+    result = _finish(
+        params, run_id, ordered, run_dir, manifest, gate < plan.plan.min_pairs, below, status
+    )
+    return result
 
 
 def _log_plan(
@@ -316,8 +363,11 @@ def _finish(
     manifest: dict[str, Any],
     exploratory: bool,
     all_below_gate: bool,
+    budget: BudgetStatus | None = None,
 ) -> dict[str, Any]:
-    """The flow's result, and its last two log lines."""
+    """The flow's result, and its last two log lines (a run stopped at its budget ceiling:
+    its last line is flows/run_ui.py's ``show_budget_stop``)."""
+    stopped = budget is not None and budget.stopped_at_ceiling
     logger = get_run_logger()
     logger.info(
         "run %s published to %s (%d objects; report %s)",
@@ -328,8 +378,9 @@ def _finish(
     )
     failed = sum(1 for r in ordered if not (r.success and r.correct))
     logger.info(
-        "run %s complete: %d episodes (%d failed or incorrect)%s",
+        "run %s %s: %d episodes (%d failed or incorrect)%s",
         run_id,
+        "stopped at its budget ceiling" if stopped else "complete",
         len(ordered),
         failed,
         ("; EXPLORATORY" if exploratory else "")
@@ -346,4 +397,6 @@ def _finish(
         "published": manifest,
         "exploratory": exploratory,
         "all_below_gate": all_below_gate,
+        "budget": None if budget is None else budget.model_dump(mode="json"),
+        "budget_exhausted": stopped,
     }

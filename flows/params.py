@@ -82,6 +82,13 @@ class EvidenceEvalParams(BaseModel):
         "credential and provider URL instead of the emulator; only its name, never a credential "
         "(empty = none, docs/accounts.md)",
     )
+    budget_tokens: int | None = Field(
+        None,
+        ge=1,
+        description="Approved ceiling in billed tokens: before each pair the run adds what it "
+        "spent to what the next pair could spend and stops scheduling when that would cross "
+        "it (budget-exhausted; resume with a higher one). Empty = no ceiling (docs/accounts.md)",
+    )
     repetitions: int = Field(
         5,
         ge=1,

@@ -10,12 +10,16 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
 from uuid import UUID
 
 from pairlab.adapters.run.directory import RunDir
 from pairlab.core.errors import PairlabError
 from pairlab.core.schedule import PlannedEpisode
 from pairlab.core.schemas.episode import EpisodeRecord
+
+if TYPE_CHECKING:
+    from prefect.client.schemas.objects import State
 
 _log = logging.getLogger(__name__)
 
@@ -73,6 +77,40 @@ def show_interruption(run_id: str, run_dir: RunDir) -> None:
         _set_cancelled(f"interrupted: resume with Run Id {run_id}")
     finally:
         get_run_logger().warning(line)
+
+
+def budget_stop_message(run_id: str) -> str:
+    """The final state's message of a run stopped at its budget ceiling."""
+    return f"budget-exhausted: resume with Run Id {run_id} and a higher ceiling"
+
+
+def show_budget_stop(run_id: str, result: dict[str, Any]) -> State[Any]:
+    """A run stopped at its budget ceiling, after its report is published: the last
+    Logs-tab line and a ``budget-exhausted-<run>`` artifact (spent, ceiling, episodes
+    recorded of planned, how to resume); returns the Cancelled state the flow ends in,
+    the flow's result as its data."""
+    from prefect import get_run_logger
+    from prefect.artifacts import create_markdown_artifact
+    from prefect.states import Cancelled
+
+    budget = result["budget"]
+    spent = "unknown" if budget["spent_tokens"] is None else budget["spent_tokens"]
+    message = budget_stop_message(run_id)
+    line = (
+        f"run {run_id} {message}: {spent} of {budget['ceiling_tokens']} billed tokens spent, "
+        f"{budget['episodes_recorded']} of {budget['episodes_planned']} episodes recorded; "
+        f"the partial report is published ({result['report']})"
+    )
+    try:
+        create_markdown_artifact(
+            markdown=f"**Budget exhausted** — {line}\n\nRecorded episodes are kept and never "
+            "run again; a resume with the same Run Id and a higher ceiling runs only the rest.\n",
+            key=_key("budget-exhausted", run_id),
+            description=line[:500],
+        )
+    finally:
+        get_run_logger().warning(line)
+    return Cancelled(message=message, data=result)
 
 
 def _set_cancelled(message: str) -> None:

@@ -10,15 +10,25 @@ import inspect
 import os
 import sys
 from pathlib import Path
-from typing import Annotated, Any, TypeVar
+from typing import Annotated, Any, TypeVar, cast
 
 import typer
 
 from pairlab.cli.model_options import command_with, field_default, field_option, plain_option
 from pairlab.cli.output import emit_json
-from pairlab.core.errors import EnvironmentUnavailable, ReasonCode
+from pairlab.core.errors import EnvironmentUnavailable, ReasonCode, RunStopped
 
 P = TypeVar("P")
+SUMMARY_KEYS = (
+    "run_id",
+    "store",
+    "episodes",
+    "failed",
+    "exploratory",
+    "all_below_gate",
+    "report",
+    "report_html",
+)
 
 
 def _quiet_prefect(console_level: str = "WARNING") -> None:
@@ -65,7 +75,7 @@ def _account_profile(params: Any) -> Any:
     return params
 
 
-def _run_eval(params: Any, *, show_progress: bool) -> dict[str, Any]:
+def _run_eval(params: Any, *, show_progress: bool, as_json: bool = False) -> dict[str, Any]:
     from pairlab.adapters.episode.io import load_eval_inputs
     from pairlab.core.accounts import refuse_credential_parameters
     from pairlab.core.intervention_wiring import require_arms
@@ -85,7 +95,7 @@ def _run_eval(params: Any, *, show_progress: bool) -> dict[str, Any]:
     if not show_progress:
         from flows.evidence_eval import evidence_eval
 
-        return evidence_eval(params)
+        return _eval_result(evidence_eval(params, return_state=True), as_json)
 
     from rich.progress import BarColumn, Progress, TextColumn, TimeRemainingColumn
 
@@ -115,9 +125,32 @@ def _run_eval(params: Any, *, show_progress: bool) -> dict[str, Any]:
         try:
             from flows.evidence_eval import evidence_eval
 
-            return evidence_eval(params)
+            state = evidence_eval(params, return_state=True)
         finally:
             progress_events.remove_listener(listener)
+    return _eval_result(state, as_json)
+
+
+def _eval_result(state: Any, as_json: bool) -> dict[str, Any]:
+    """The flow's result; a run stopped at its budget ceiling (its Cancelled state says
+    ``budget-exhausted``) prints what it did, then is :class:`RunStopped` (exit 4)."""
+    from flows.run_ui import budget_stop_message
+
+    if not state.is_cancelled():
+        return cast("dict[str, Any]", state.result())  # a failed run raises its error
+    result = state.result(raise_on_failure=False)
+    if not (isinstance(result, dict) and result.get("budget_exhausted")):
+        return cast("dict[str, Any]", state.result())  # interrupted: CancelledRun, as before
+    budget = result["budget"]
+    if not as_json:
+        _print_result(result, as_json=False)
+    spent = "unknown" if budget["spent_tokens"] is None else budget["spent_tokens"]
+    raise RunStopped(
+        f"{budget_stop_message(result['run_id'])}: {spent} of {budget['ceiling_tokens']} "
+        f"billed tokens spent, {budget['episodes_recorded']} of {budget['episodes_planned']} "
+        "episodes recorded; the partial report is published",
+        details={k: result[k] for k in (*SUMMARY_KEYS, "budget") if k in result},
+    )
 
 
 def _require_prefect_server(api_url: str) -> None:
@@ -136,17 +169,7 @@ def _require_prefect_server(api_url: str) -> None:
 
 def _print_result(result: dict[str, Any], as_json: bool) -> None:
     if as_json:
-        keys = (
-            "run_id",
-            "store",
-            "episodes",
-            "failed",
-            "exploratory",
-            "all_below_gate",
-            "report",
-            "report_html",
-        )
-        emit_json({k: result[k] for k in keys if k in result})
+        emit_json({k: result[k] for k in SUMMARY_KEYS if k in result})
         return
     typer.echo(
         f"run {result['run_id']}: {result['episodes']} episodes ({result['failed']} failed or incorrect)"
@@ -240,7 +263,15 @@ def _eval_options() -> list[inspect.Parameter]:
         ),
         *[
             field_option(E, name)
-            for name in ("model", "account", "seed", "concurrency", "min_pairs", "run_id")
+            for name in (
+                "model",
+                "account",
+                "budget_tokens",
+                "seed",
+                "concurrency",
+                "min_pairs",
+                "run_id",
+            )
         ],
         field_option(E, "study_plan", param="plan", flags=["--plan"]),
         *[field_option(E, name) for name in ("include_transcript", "keep_workspaces")],
@@ -320,7 +351,7 @@ def _eval(
         warm=None if warm_harvest_task is None else {"harvest_task": warm_harvest_task},
         emulator=_params(EmulatorSettings, **emulator),
     )
-    result = _run_eval(params, show_progress=not as_json and sys.stderr.isatty())
+    result = _run_eval(params, show_progress=not as_json and sys.stderr.isatty(), as_json=as_json)
     _print_result(result, as_json)
 
 
@@ -363,7 +394,7 @@ def register(app: typer.Typer) -> None:
                 f"pairlab demo: suite 'core' × 4 arms × {repetitions} repetitions with "
                 f"{_demo_client(profile)} ({backend} backend)"
             )
-        result = _run_eval(params, show_progress=not as_json)
+        result = _run_eval(params, show_progress=not as_json, as_json=as_json)
         _print_result(result, as_json)
         if not as_json:
             report = Path(result.get("report_html") or result["report"])

@@ -5,8 +5,12 @@
     ├── ExecutionError           exit 1  an episode could not be executed (infrastructure)
     ├── UsageParseError          exit 2  provider-native usage records could not be read
     ├── PublishError             exit 1  the object store refused or lost an object
-    └── EnvironmentUnavailable   exit 3  Docker, S3 or a Prefect server is not reachable,
-                                         or an account's credential is missing
+    ├── EnvironmentUnavailable   exit 3  Docker, S3 or a Prefect server is not reachable,
+    │                                    or an account's credential is missing
+    └── RunStopped               exit 4  a run stopped on purpose before its plan was done,
+                                         by a rule the operator approved (the budget
+                                         ceiling, core/budget.py): what ran is recorded
+                                         and published; a resume continues it
 
 Expected outcomes (a failed agent command, an insufficient cohort, Not priced, a
 verdict) are values, never exceptions. Foreign errors are translated at the
@@ -75,6 +79,8 @@ class ReasonCode(StrEnum):
     CREDENTIAL_REJECTED = "credential-rejected"
     CREDENTIAL_STORE_INSECURE = "credential-store-insecure"
     CREDENTIAL_IN_PARAMETER = "credential-in-parameter"
+    # a run's approved ceiling (core/budget.py): stopped scheduling, resumable
+    BUDGET_EXHAUSTED = "budget-exhausted"
 
 
 class PairlabError(Exception):
@@ -115,3 +121,23 @@ class PublishError(PairlabError):
 class EnvironmentUnavailable(PairlabError):
     exit_code = 3
     default_reason = ReasonCode.ENVIRONMENT_UNAVAILABLE
+
+
+class RunStopped(PairlabError):
+    """A run stopped on purpose; ``details`` (the run's summary) joins its ``--json``."""
+
+    exit_code = 4
+    default_reason = ReasonCode.BUDGET_EXHAUSTED
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        reason: ReasonCode | None = None,
+        details: dict[str, object] | None = None,
+    ) -> None:
+        super().__init__(message, reason=reason)
+        self.details = dict(details or {})
+
+    def to_json(self) -> dict[str, object]:
+        return {**self.details, **super().to_json()}

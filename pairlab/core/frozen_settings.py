@@ -15,6 +15,14 @@ defaults), so each field of the request is one of:
 * otherwise the operator asked to change what the run measures: refused
   (``resume-changed``, exit 2), naming every such field with both values.
 
+An *approval* field (the budget ceiling, ``budget_tokens``: what the run may spend, not
+what it measures) is neither: a resume that leaves it untouched keeps the run's value (a
+resume never drops an approved ceiling by omission), and a new value, higher or lower,
+replaces it and is recorded as changed; the run then keeps the new value as its frozen
+one (``adapters/run/frozen_settings.py``). A ceiling lowered below what the run already
+spent stops it at once (``budget-exhausted``, core/budget.py). A resume cannot remove a
+ceiling: an operator who wants more raises it.
+
 Independently, a resume whose plan would leave out an episode already recorded is
 refused (``resume-drops-episodes``): finished work is never dropped silently, even
 for a run that has no settings file.
@@ -37,6 +45,8 @@ RESUMES_NAME: Final = "resumes.jsonl"
 OPERATIONAL_FIELDS: Final = frozenset(
     {"run_id", "work_dir", "concurrency", "dispatch", "keep_workspaces", "on_secret"}
 )
+# What the run is approved to spend: untouched keeps the run's value, a new value replaces it.
+APPROVAL_FIELDS: Final = frozenset({"budget_tokens"})
 
 
 @dataclass(frozen=True)
@@ -58,6 +68,7 @@ def resume_settings(
     requested: Mapping[str, Any],
     untouched: Mapping[str, Any],
     operational: Collection[str] = OPERATIONAL_FIELDS,
+    approval: Collection[str] = APPROVAL_FIELDS,
 ) -> ResumeDecision:
     """The settings of a resumed run (rules in the module docstring).
 
@@ -75,6 +86,13 @@ def resume_settings(
             continue
         if name in operational:
             if name != "run_id":
+                changed[name] = {"run": frozen[name], "now": asked}
+            continue
+        if name in approval:
+            if name in untouched and untouched[name] == asked:
+                settings[name] = frozen[name]
+                taken.append(name)
+            else:
                 changed[name] = {"run": frozen[name], "now": asked}
             continue
         settings[name] = frozen[name]

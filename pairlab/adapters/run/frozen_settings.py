@@ -2,7 +2,8 @@
 
 A new run writes its parameters (JSON mode) before the first episode. A resumed run
 reads them back and reconciles the request with them (the rule is
-:func:`pairlab.core.frozen_settings.resume_settings`); each resume that changed an
+:func:`pairlab.core.frozen_settings.resume_settings`); a new approved ceiling
+(``budget_tokens``) is written into the frozen settings, so a later resume keeps it; each resume that changed an
 operational field or took frozen values over the request appends one line to
 ``<run>/resumes.jsonl``, so what a resume did is on record beside the run.
 """
@@ -17,6 +18,7 @@ from typing import Any
 from pairlab.adapters.run.directory import RunDir, write_atomic
 from pairlab.core.errors import InvalidInputError, ReasonCode
 from pairlab.core.frozen_settings import (
+    APPROVAL_FIELDS,
     FROZEN_SETTINGS_NAME,
     RESUMES_NAME,
     ResumeDecision,
@@ -61,6 +63,10 @@ def resume_with_frozen_settings(
     if frozen is None:
         return None
     decision = resume_settings(run_dir.run_id, frozen, requested, untouched)
+    approved = {k: v["now"] for k, v in decision.changed.items() if k in APPROVAL_FIELDS}
+    if approved:  # the latest approved ceiling is the run's from now on (a later resume keeps it)
+        body = json.dumps({**frozen, **approved}, indent=2, sort_keys=True).encode("utf-8")
+        write_atomic(run_dir.path / FROZEN_SETTINGS_NAME, body + b"\n")
     if decision.taken_from_run or decision.changed:
         line = {
             "at": datetime.now(UTC).isoformat(),

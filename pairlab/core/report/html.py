@@ -28,6 +28,7 @@ from typing import Any, Final
 
 from pairlab.core.analysis.metrics import KEY_COLUMNS
 from pairlab.core.analysis.table import rule_text
+from pairlab.core.budget import budget_fact
 from pairlab.core.report.headline import LABELS, QUESTIONS
 from pairlab.core.report.html_charts import forest_section, more_section, quota_section
 from pairlab.core.report.markdown import CLAIM_NOTE, render_cohort_markdown
@@ -340,6 +341,7 @@ def render_report_html(report: Mapping[str, Any]) -> str:
         + (f" · study plan {plan.get('id')} ({str(plan.get('sha256', ''))[:12]})" if plan else "")
         + intervention_fact(meta.get("intervention"))
         + account_fact(meta.get("account"))
+        + budget_fact(meta.get("budget"))
     )
     parts = [
         '<!DOCTYPE html><html lang="en"><head><meta charset="utf-8">',

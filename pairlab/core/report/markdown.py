@@ -16,6 +16,7 @@ from typing import Any, Final
 
 from pairlab.core.analysis.metrics import KEY_COLUMNS, METRICS
 from pairlab.core.analysis.table import rule_text
+from pairlab.core.budget import budget_fact
 from pairlab.core.report.headline import COST_METRIC, QUESTIONS, build_headline, token_metric
 from pairlab.core.report.words import (
     account_fact,
@@ -260,6 +261,7 @@ def render_report_markdown(
         + (f" · study plan '{plan.get('id')}' ({str(plan.get('sha256', ''))[:12]})" if plan else "")
         + intervention_fact(meta.get("intervention"))
         + account_fact(meta.get("account"))
+        + budget_fact(meta.get("budget"))
     )
     lines.append("")
     lines += render_headline_markdown(headline)

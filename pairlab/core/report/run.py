@@ -25,6 +25,7 @@ from pairlab.core.accounts import AccountStamp
 from pairlab.core.analysis.cohorts import analyse_cohorts
 from pairlab.core.analysis.result import effects_frame
 from pairlab.core.analysis.study_plan import ResolvedPlan
+from pairlab.core.budget import BudgetStatus
 from pairlab.core.findings.claim2 import render_retrieval_markdown, retrieval_evidence
 from pairlab.core.findings.warm_stratum import render_warm_markdown, warm_effects
 from pairlab.core.quota.intervals import QuotaIntervalRecord
@@ -69,6 +70,8 @@ class RunSettings(StrictModel):
     intervention: InterventionStamp | None = None
     # the registered account the run used (issue 27); None: the emulator or the simulator
     account: AccountStamp | None = None
+    # the run's approved budget ceiling and where the run stands against it (issue 27)
+    budget: BudgetStatus | None = None
     resamples: int = Field(DEFAULT_RESAMPLES, ge=100)
     confidence: float = Field(DEFAULT_CONFIDENCE, ge=0.5, lt=1.0)
 
@@ -150,6 +153,7 @@ def run_meta(
             if settings.account is None
             else {"account": settings.account.model_dump(mode="json")}
         ),
+        **({} if settings.budget is None else {"budget": settings.budget.model_dump(mode="json")}),
     }
 
 
