@@ -1,6 +1,6 @@
 """A budget ceiling that holds (issue 27, item 5): `pairlab eval --profile sim --budget-tokens N`.
 
-On the embedded engine (the session's Prefect harness), through the command line's own
+Concurrency 2. On the embedded engine (the session's Prefect harness), through the command line's own
 entry point: a ceiling that a simulated pair (two episodes of roughly 15-30k billed tokens)
 crosses stops the run after its first pair with exit 4, ``budget-exhausted``, the flow run
 Cancelled with the message that says how to resume, and run.json/report saying where it
@@ -19,15 +19,16 @@ from tests.support import cli_exit
 
 RUN_ID = "budget-1"
 PLANNED = 6  # 1 task x 3 repetitions x 2 arms
-# The probe pair spends s > 30k (two episodes of > 15k), and the next pair is estimated at
-# twice its larger episode (>= s): s + next >= 2 s > 60k, so only the first pair runs.
+# Two pairs at a time, but before any usage is known the first pair runs alone (the second
+# waits). It spends s > 30k (two episodes of > 15k), and the next pair is estimated at twice
+# its larger episode (>= s): s + next >= 2 s > 60k, so only the first pair runs.
 CEILING = 60_000
 
 
 def _argv(tmp_path: Path, ceiling: int) -> list[str]:
     return [
         "eval", "--profile", "sim", "--task", "fix-median", "--repetitions", "3",
-        "--arms", "baseline,optimizer", "--min-pairs", "2", "--run-id", RUN_ID,
+        "--arms", "baseline,optimizer", "--min-pairs", "2", "--concurrency", "2", "--run-id", RUN_ID,
         "--work-dir", str(tmp_path / "work"), "--store", str(tmp_path / "store"),
         "--budget-tokens", str(ceiling), "--json",
     ]  # fmt: skip
