@@ -12,7 +12,8 @@ Rules (applied at collection, in every worker alike, so the collections agree):
   Garage node, emulator) run once per worker on free ports in the worker's temp dirs.
 * **Slow** (``make test-fast`` = ``-m "not slow"`` leaves them out; the README command
   runs everything): the modules of ``SLOW_MODULES`` besides the tests marked in their file.
-* **Order**: tests that need no Docker image first (in CI the images may still be building),
+* **Order**: tests that need no Docker image and no Garage first (in CI the images and Garage
+  may still be building beside the tests),
   and within each half the heavy ones (slow, real CLIs, browser, stack, e2e) first so that
   the long groups start early instead of ending the run alone.
 """
@@ -71,8 +72,18 @@ def needs_docker(item: pytest.Item) -> bool:
     )
 
 
+def needs_garage(item: pytest.Item) -> bool:
+    """A test on the Garage server (a store fixture's ``garage`` parameter): in CI the binary
+    may still be building beside the tests (`.ci/run`), so it goes with the late half."""
+    callspec = getattr(item, "callspec", None)
+    return "garage_server" in getattr(item, "fixturenames", ()) or (
+        callspec is not None and "garage" in callspec.params.values()
+    )
+
+
 def _rank(item: pytest.Item) -> tuple[int, int]:
-    return (int(needs_docker(item)), 0 if _markers(item) & HEAVY_MARKERS else 1)
+    late = needs_docker(item) or needs_garage(item)
+    return (int(late), 0 if _markers(item) & HEAVY_MARKERS else 1)
 
 
 def assign_groups_and_order(items: list[pytest.Item]) -> None:

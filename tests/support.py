@@ -12,6 +12,7 @@ import json
 import os
 import subprocess
 import sys
+import time
 from pathlib import Path
 from types import ModuleType
 from typing import Any
@@ -78,6 +79,23 @@ def cli_exit(args: list[str]) -> int:
 
 def services_required() -> bool:
     return os.environ.get("PAIRLAB_REQUIRE_SERVICES", "") not in ("", "0", "false")
+
+
+GARAGE_BUILD_DONE_ENV = "PAIRLAB_GARAGE_BUILD_DONE"
+GARAGE_BUILD_WAIT_S = 3600.0
+
+
+def wait_for_garage_build() -> None:
+    """When `.ci/run` builds Garage beside the tests (``PAIRLAB_GARAGE_BUILD_DONE`` names the
+    file its build writes when it ends, binary and image, success or not), wait for that file
+    before looking for the binary; otherwise return at once. A test that needs Garage then
+    finds the binary, or skips/fails as without the variable."""
+    done = os.environ.get(GARAGE_BUILD_DONE_ENV, "")
+    if not done:
+        return
+    deadline = time.monotonic() + GARAGE_BUILD_WAIT_S
+    while not Path(done).exists() and time.monotonic() < deadline:
+        time.sleep(5)
 
 
 def require(available: bool, what: str) -> None:

@@ -38,7 +38,7 @@ import pytest
 from pairlab.adapters.images.registry import image_prefix
 from pairlab.adapters.stack import read_env_file
 from pairlab.adapters.store.garage import garage_binary
-from tests.support import REPO_ROOT, read_execution_log, require
+from tests.support import REPO_ROOT, read_execution_log, require, wait_for_garage_build
 
 pytestmark = [
     pytest.mark.docker,
@@ -129,6 +129,7 @@ def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
     )
     require(docker_ok, "Docker engine")
     require(_compose_available(), "docker compose (plugin) or docker-compose")
+    wait_for_garage_build()
     require(
         garage_binary().is_file(), f"the Garage binary {garage_binary()} (scripts/build-garage.sh)"
     )

@@ -6,11 +6,6 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-import matplotlib
-
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt
-
 PLOTTED_METRIC = "totalTokens"
 
 
@@ -32,6 +27,13 @@ def write_forest_plot(
                     bool(e.get("win")),
                 )
             )
+    # imported here, not at module level: matplotlib costs every process that imports the
+    # run's outputs (each flow run, each CLI call) about a second, and only a finished run draws
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
     height = max(2.5, 0.32 * len(rows) + 1.2)
     fig, ax = plt.subplots(figsize=(9, height))
     if not rows:

@@ -22,7 +22,7 @@ from typing import Any
 
 import pytest
 
-from tests.support import require
+from tests.support import require, wait_for_garage_build
 
 _AWS_VARS = (
     "AWS_ACCESS_KEY_ID",
@@ -116,6 +116,7 @@ def moto_server(moto_endpoint: str) -> S3Server:
 def garage_server(aws_env: None, tmp_path_factory: pytest.TempPathFactory) -> Iterator[S3Server]:
     from pairlab.adapters.store.garage import GarageNode, garage_binary
 
+    wait_for_garage_build()
     binary = garage_binary()
     require(binary.is_file(), f"the Garage binary at {binary} (scripts/build-garage.sh)")
     node = GarageNode(tmp_path_factory.mktemp("garage"), binary=binary).start()
