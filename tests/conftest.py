@@ -14,6 +14,10 @@ settings.load_profile("ci" if os.environ.get("CI") else "dev")
 os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
 os.environ.setdefault("DO_NOT_TRACK", "1")
 os.environ.setdefault("PREFECT_LOGGING_LEVEL", "WARNING")
+# A pairlab command a test starts without a server (PREFECT_API_URL unset) starts Prefect's
+# ephemeral one; on a loaded 2-core machine that took longer than Prefect's default wait
+# ("Timed out while attempting to connect to ephemeral Prefect API server").
+os.environ.setdefault("PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS", "600")
 # Docker resources of this test process (and of the pairlab processes it starts) carry the
 # label pairlab.scope=pytest-<xdist worker>: orphan cleanup in one worker never removes what
 # another worker (or a user's run) made (pairlab.adapters.backends.docker.cleanup_orphans).

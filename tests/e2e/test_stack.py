@@ -220,12 +220,16 @@ TRIGGER = """
 import json, sys, time
 from prefect.client.orchestration import get_client
 from prefect.deployments import run_deployment
-from flows.form_schema import drop_none
+from flows.form_schema import drop_none, with_form_defaults
 from flows.params import EvidenceEvalParams
 params, timeout, key = json.loads(sys.argv[1]), float(sys.argv[2]), sys.argv[3]
-# the deployment's form schema requires every section of `params` (a run replaces the whole
-# parameter): an API client sends the complete model, with no None values
-params = drop_none(EvidenceEvalParams.model_validate(params).model_dump(mode="json"))
+# the deployment's form schema requires every field of `params` (a run replaces the whole
+# parameter): an API client sends the complete model, no None values, tri-states as the
+# form's words (unknown/no/yes)
+with get_client(sync_client=True) as client:
+    schema = client.read_deployment_by_name("evidence-eval/evidence-eval").parameter_openapi_schema
+complete = drop_none(EvidenceEvalParams.model_validate(params).model_dump(mode="json"))
+params = with_form_defaults(schema, {"params": complete})["params"]
 run = run_deployment("evidence-eval/evidence-eval", parameters={"params": params}, timeout=0,
                      idempotency_key=key)
 print("CREATED " + str(run.id), flush=True)

@@ -108,11 +108,21 @@ def test_approved_trial_runs_interleaved_and_is_judged(prefect_server: Any, tmp_
     assert result["verdict"] == verdict["verdict"]
     assert (trials / "verdict.txt").read_text().startswith(f"overall: {verdict['verdict']}")
     # a genuinely cheaper candidate on a private account: the subscription verdict is supported
-    # unless an interval overran (then honestly inconclusive)
+    # unless an interval overran; an overrun interval is honestly longer, and a pair whose two
+    # intervals then differ is never supported (interval mismatch; the others are judged as usual)
     if not overran:
         assert verdict["subscription_verdict"] == "supported-candidate", verdict
-    else:  # never supported on an interval that overran
-        assert verdict["subscription_verdict"] != "supported-candidate", verdict
+    assert len(verdict["pairs"]) == len(artifact["pairs"])
+    for pair, judged in zip(artifact["pairs"], verdict["pairs"], strict=True):
+        lasted = {
+            (q["window"], side): q["observed_end_at"] - q["observed_start_at"]
+            for side in ("baseline", "candidate")
+            for q in pair[side]["quota_observations"]
+        }
+        if any(
+            lasted[(w, "baseline")] != lasted[(w, "candidate")] for w in ("five-hour", "seven-day")
+        ):
+            assert judged["subscription_verdict"] != "supported-candidate", judged
     published = Path(tmp_path / "store" / "runs" / trial.trial_id / "manifest.json")
     store_manifest = json.loads(published.read_text())
     assert store_manifest["approval"]["approver"] == "ops-alice"

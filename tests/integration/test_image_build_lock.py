@@ -105,9 +105,18 @@ def test_a_second_builder_waits_for_the_first_and_reuses_its_image(
             while not any(waiting in line for line in log):
                 assert process.poll() is None, "".join(log)  # it exited instead of waiting
                 threading.Event().wait(0.2)
-    outputs = [process.communicate(timeout=900)[0] for process in builders]
-    for reader in readers:
+    # stdout read here, stderr only by its reader thread: communicate() would read stderr too,
+    # and a line it took (e.g. "building ...") would be missing from the reader's log
+    outputs = []
+    for process in builders:
+        assert process.stdout is not None
+        with process.stdout:
+            outputs.append(process.stdout.read())
+        process.wait(timeout=900)
+    for process, reader in zip(builders, readers, strict=True):
         reader.join()
+        assert process.stderr is not None
+        process.stderr.close()
     for process, log in zip(builders, logs, strict=True):
         assert process.returncode == 0, "".join(log)
     results = [json.loads(out.strip().splitlines()[-1]) for out in outputs]
