@@ -9,7 +9,7 @@ server (``pairlab/cli/run.py``), so these lines reach the Logs tab.
 from __future__ import annotations
 
 import logging
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 from uuid import UUID
 
@@ -57,9 +57,6 @@ def show_refusal(run_id: str, exc: PairlabError) -> None:
 def show_interruption(run_id: str, run_dir: RunDir) -> None:
     """An eval stopped mid-run (SIGTERM, Ctrl-C): the last Logs-tab line and an
     ``interrupted-<run>`` artifact say how to resume and what is already recorded."""
-    from prefect import get_run_logger
-    from prefect.artifacts import create_markdown_artifact
-
     recorded = len(run_dir.completed())
     planned = _planned_episodes(run_dir)
     of = f" of {planned}" if planned is not None else ""
@@ -67,16 +64,13 @@ def show_interruption(run_id: str, run_dir: RunDir) -> None:
         f"run {run_id} interrupted: resume with Run Id {run_id} (its frozen settings are "
         f"kept); {recorded}{of} episodes recorded in {run_dir.path.resolve()}"
     )
-    try:
-        create_markdown_artifact(
-            markdown=f"**Interrupted** — {line}\n\nRecorded episodes are kept and never "
-            "run again; a resume runs only the rest.\n",
-            key=_key("interrupted", run_id),
-            description=line[:500],
-        )
-        _set_cancelled(f"interrupted: resume with Run Id {run_id}")
-    finally:
-        get_run_logger().warning(line)
+    _announce_stop(
+        run_id,
+        "interrupted",
+        line,
+        "a resume runs only the rest.",
+        then=lambda: _set_cancelled(f"interrupted: resume with Run Id {run_id}"),
+    )
 
 
 def budget_stop_message(run_id: str) -> str:
@@ -89,8 +83,6 @@ def show_budget_stop(run_id: str, result: dict[str, Any]) -> State[Any]:
     Logs-tab line and a ``budget-exhausted-<run>`` artifact (spent, ceiling, episodes
     recorded of planned, how to resume); returns the Cancelled state the flow ends in,
     the flow's result as its data."""
-    from prefect import get_run_logger
-    from prefect.artifacts import create_markdown_artifact
     from prefect.states import Cancelled
 
     budget = result["budget"]
@@ -101,16 +93,37 @@ def show_budget_stop(run_id: str, result: dict[str, Any]) -> State[Any]:
         f"{budget['episodes_recorded']} of {budget['episodes_planned']} episodes recorded; "
         f"the partial report is published ({result['report']})"
     )
+    _announce_stop(
+        run_id,
+        "budget-exhausted",
+        line,
+        "a resume with the same Run Id and a higher ceiling runs only the rest.",
+    )
+    return Cancelled(message=message, data=result)
+
+
+def _announce_stop(
+    run_id: str, kind: str, line: str, resume: str, then: Callable[[], None] | None = None
+) -> None:
+    """A run that stopped before its plan's end, said where the operator looks: a
+    ``<kind>-<run>`` artifact (``line``, what is kept, how a resume goes on), then ``then``
+    (e.g. the server state), and — whatever failed before — ``line`` as the run's last
+    Logs-tab line (WARNING)."""
+    from prefect import get_run_logger
+    from prefect.artifacts import create_markdown_artifact
+
+    title = kind.replace("-", " ").capitalize()
     try:
         create_markdown_artifact(
-            markdown=f"**Budget exhausted** — {line}\n\nRecorded episodes are kept and never "
-            "run again; a resume with the same Run Id and a higher ceiling runs only the rest.\n",
-            key=_key("budget-exhausted", run_id),
+            markdown=f"**{title}** — {line}\n\nRecorded episodes are kept and never run "
+            f"again; {resume}\n",
+            key=_key(kind, run_id),
             description=line[:500],
         )
+        if then is not None:
+            then()
     finally:
         get_run_logger().warning(line)
-    return Cancelled(message=message, data=result)
 
 
 def _set_cancelled(message: str) -> None:
