@@ -21,7 +21,11 @@ os.environ.setdefault("PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS", "600")
 # Docker resources of this test process (and of the pairlab processes it starts) carry the
 # label pairlab.scope=pytest-<xdist worker>: orphan cleanup in one worker never removes what
 # another worker (or a user's run) made (pairlab.adapters.backends.docker.cleanup_orphans).
-os.environ["PAIRLAB_DOCKER_SCOPE"] = f"pytest-{os.environ.get('PYTEST_XDIST_WORKER', 'main')}"
+# PAIRLAB_TEST_SCOPE names the test session (default "pytest"): two sessions on one machine
+# (two checkouts) then never clean up each other's containers either.
+os.environ["PAIRLAB_DOCKER_SCOPE"] = (
+    f"{os.environ.get('PAIRLAB_TEST_SCOPE', 'pytest')}-{os.environ.get('PYTEST_XDIST_WORKER', 'main')}"
+)
 
 
 import pytest  # noqa: E402
