@@ -26,7 +26,11 @@ mkdir -p "$ROOT"
 exec 9>"$ROOT/.build.lock"
 flock 9
 if [[ "${1:-}" != "--force" && -x "$BIN" ]]; then echo "$BIN"; exit 0; fi
-echo "build-garage: cargo install garage --locked --no-default-features --features $FEATURES --version $VERSION (about 12 min)" >&2
+# Optimisation level 1, not the release default 3: the tests and the stack move small objects,
+# and on two cores the build is CI's longest single job (bench/README.md: the CPU time of
+# both levels). PAIRLAB_GARAGE_OPT_LEVEL=3 builds the release default.
+export CARGO_PROFILE_RELEASE_OPT_LEVEL="${PAIRLAB_GARAGE_OPT_LEVEL:-1}"
+echo "build-garage: cargo install garage --locked --no-default-features --features $FEATURES --version $VERSION, opt-level $CARGO_PROFILE_RELEASE_OPT_LEVEL (about 12 min)" >&2
 start=$(date +%s)
 cargo install garage --locked --no-default-features --features "$FEATURES" --version "$VERSION" --root "$ROOT" >&2
 echo "build-garage: built in $(( $(date +%s) - start )) s" >&2

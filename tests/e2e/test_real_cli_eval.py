@@ -170,7 +170,8 @@ def check_savings(profile: str, work: Path, run_id: str, records: dict[str, Epis
 @pytest.mark.parametrize(
     ("profile", "backend"),
     [
-        ("claude", "local"),
+        # claude on local: the README main job below (the same 28 episodes through `pairlab
+        # demo`, each checked against the ledger there); a second run of it here cost CI minutes
         ("codex", "local"),
         pytest.param("claude", "docker", marks=pytest.mark.docker),
         pytest.param("codex", "docker", marks=pytest.mark.docker),
@@ -249,6 +250,16 @@ def test_the_readme_main_job_runs_the_real_claude_by_default(tmp_path: Path) -> 
     run = tmp_path / ".pairlab" / "work" / "runs" / summary["run_id"]
     agree = [json.loads(p.read_text())["agrees"] for p in run.glob("episodes/*/emulator.json")]
     assert len(agree) == summary["episodes"] and all(agree)
+    # and read here, independently of the run's own check: each record's vector is the
+    # ground truth of its emulator ledger, and the graders agree with the scripted variant
+    work, run_id = run.parent.parent, summary["run_id"]
+    dirs = checks.episode_dirs(work, run_id)
+    assert len(dirs) == summary["episodes"]
+    for eid, record in checks.load_records(work, run_id).items():
+        rows = ledger_rows(dirs[eid])
+        assert vector_of(record) == ground_truth(rows), eid
+        (variant,) = {r.turn.variant for r in rows if r.turn}
+        assert record.correct is (variant == "correct"), (eid, record.grader_checks)
     records = [json.loads(line) for line in (run / "episodes.jsonl").read_text().splitlines()]
     assert {(r["client"], r["clientVersion"], r["model"]) for r in records} == {
         ("claude", "2.1.332", "claude-sonnet-5")
