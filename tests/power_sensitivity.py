@@ -14,7 +14,7 @@ from __future__ import annotations
 import numpy as np
 
 from pairlab.core.analysis.power import PowerSimulator
-from pairlab.core.stats import make_rng
+from pairlab.core.stats.seeds import make_rng
 
 PILOTS = (10, 20, 40, 120, 300)
 

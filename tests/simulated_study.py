@@ -22,7 +22,7 @@ from pathlib import Path
 
 import numpy as np
 
-from pairlab.core.stats import make_rng
+from pairlab.core.stats.seeds import make_rng
 
 ARMS = ("baseline", "optimizer", "retrieval", "full")
 DIMENSIONS = ("uncached", "cached", "cw5", "cw1", "output")

@@ -37,7 +37,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from pairlab.core.stats import bootstrap_mean_intervals, make_rng
+from pairlab.core.stats.bootstrap import bootstrap_mean_intervals
+from pairlab.core.stats.seeds import make_rng
 from pairlab.core.stats.skew_gate import judge_shape, sample_skewness
 
 Sampler = Callable[[np.random.Generator, tuple[int, int]], np.ndarray]
@@ -221,7 +222,9 @@ def lognormal_cell(sigma: float, pairs: int, samples: int, resamples: int = 2_00
         assert d is not None
         hits += [np.sum((d.low <= 0) & (d.high >= 0)), np.sum(d.high < 0), np.sum(d.low > 0)]
     c, f, r = hits / ((samples // CHUNK) * CHUNK)
-    return f"sigma {sigma} pairs {pairs}: coverage {c:.1%} false-win {f:.2%} false-regression {r:.2%}"
+    return (
+        f"sigma {sigma} pairs {pairs}: coverage {c:.1%} false-win {f:.2%} false-regression {r:.2%}"
+    )
 
 
 def mean_g1_table(
@@ -253,7 +256,7 @@ def candidates_cell(
     ``|G1| > tau(n)``: the gate over one cohort; its figures are over the decided samples)."""
     from scipy import special, stats
 
-    from pairlab.core.stats import draw_resample_counts
+    from pairlab.core.stats.bootstrap import draw_resample_counts
     from pairlab.core.stats.skew_gate import tau
     from pairlab.core.stats.studentized import column_stats, studentized_sums
 

@@ -389,7 +389,8 @@ def test_episodes_frame_keeps_nulls() -> None:
 def test_a_metric_with_nulls_resamples_only_its_own_pairs_from_its_own_seed() -> None:
     import numpy as np
 
-    from pairlab.core.stats import bootstrap_mean_intervals, make_rng
+    from pairlab.core.stats.bootstrap import bootstrap_mean_intervals
+    from pairlab.core.stats.seeds import make_rng
 
     records = cohort_records(7)
     records[3] = episode(1, "optimizer", None, latencyMs=records[3].latency_ms)

@@ -16,7 +16,7 @@ from pairlab.core.analysis.decisions import DECISIONS, REASONS, label_effects
 from pairlab.core.analysis.metrics import Contrast
 from pairlab.core.analysis.study_plan import StudyPlan
 from pairlab.core.schemas.episode import EpisodeRecord, make_episode_id, make_pair_id
-from pairlab.core.stats import make_rng
+from pairlab.core.stats.seeds import make_rng
 from pairlab.core.stats.skew_gate import (
     CALIBRATED_SIGMA,
     MAX_CALIBRATED_PAIRS,

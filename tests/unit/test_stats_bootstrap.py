@@ -8,12 +8,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 from scipy import stats
 
-from pairlab.core.stats import (
-    bootstrap_mean_intervals,
-    derive_seed,
-    draw_resample_indices,
-    make_rng,
-)
+from pairlab.core.stats.bootstrap import bootstrap_mean_intervals, draw_resample_indices
+from pairlab.core.stats.seeds import derive_seed, make_rng
 
 finite = st.floats(min_value=-1e6, max_value=1e6, allow_nan=False, allow_infinity=False)
 samples = st.lists(finite, min_size=2, max_size=30)

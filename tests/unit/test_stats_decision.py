@@ -8,7 +8,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 from scipy import stats
 
-from pairlab.core.stats import bootstrap_mean_intervals, draw_resample_indices
+from pairlab.core.stats.bootstrap import bootstrap_mean_intervals, draw_resample_indices
 from pairlab.core.stats.multiplicity import adjust_pvalues
 
 

@@ -10,7 +10,11 @@ from hypothesis import given
 from hypothesis import strategies as st
 from scipy import stats
 
-from pairlab.core.stats import mcnemar_exact_p, newcombe_paired_interval, wilson_interval
+from pairlab.core.stats.proportions import (
+    mcnemar_exact_p,
+    newcombe_paired_interval,
+    wilson_interval,
+)
 
 
 def test_wilson_known_values() -> None:

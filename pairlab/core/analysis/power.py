@@ -35,7 +35,8 @@ from typing import Any, Final, Literal
 import numpy as np
 from scipy import stats  # type: ignore[import-untyped]  # no stubs locked
 
-from pairlab.core.stats import draw_resample_counts, make_rng
+from pairlab.core.stats.bootstrap import draw_resample_counts
+from pairlab.core.stats.seeds import make_rng
 from pairlab.core.stats.studentized import studentized_sums
 
 Model = Literal["normal", "empirical"]

@@ -43,7 +43,6 @@ from typing import Final
 
 import numpy as np
 from numpy.typing import NDArray
-from scipy import special  # type: ignore[import-untyped]  # no stubs locked
 
 FloatArray = NDArray[np.float64]
 
@@ -156,6 +155,10 @@ def judge_shape(skewness: FloatArray, n: NDArray[np.int64]) -> ShapeVerdict:
         excess_down = np.nansum(np.where(seen, -g - ref, 0.0), axis=0) / np.maximum(k, 1)
         dev = np.where(seen, g - mean, 0.0)
         sd = np.sqrt(np.sum(dev * dev, axis=0) / np.maximum(k - 1, 1))
+        # SciPy is imported here, when shapes are judged: the module's constants are read by
+        # the CLI's start (pairlab power), which should not pay SciPy's import
+        from scipy import special  # type: ignore[import-untyped]  # no stubs locked
+
         crit = special.stdtrit(np.maximum(k - 1, 1), 1.0 - SKEW_TEST_LEVEL)
         bound = crit * sd / np.sqrt(np.maximum(k, 1))
     judged = k >= MIN_COHORTS
