@@ -121,6 +121,17 @@ def execute_episode(
             planned.episode_id,
             episode_dir / "emulator.json",
         )
+    intervention = ctx.env.check_intervention(
+        registered,
+        arm=planned.arm,
+        stdout=measured.outcome.stdout,
+        stderr=measured.outcome.stderr,
+        files=collected.files,
+    )
+    if intervention is not None and intervention.is_fault:  # recorded, excluded; the run goes on
+        get_run_logger().warning(
+            "episode %s: %s (%s)", planned.episode_id, intervention.status, intervention.detail
+        )
     record = episode_record(
         planned,
         run_id=ctx.run_dir.run_id,
@@ -133,6 +144,7 @@ def execute_episode(
         collected=collected,
         quota=measured.quota,
         include_transcript=params.include_transcript,
+        intervention=intervention,
     )
     return record_episode(quoted(ctx.run_dir), quoted(record)) if save else record
 

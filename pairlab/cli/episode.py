@@ -111,6 +111,9 @@ def run_one_episode(
             )
         check = env.check_episode(registered, out, reader=got.usage.vector, stdout=outcome.stdout)
         truth = check.to_json() if check is not None else None
+        health = env.check_intervention(
+            registered, arm=arm, stdout=outcome.stdout, stderr=outcome.stderr, files=got.files
+        )
     finally:
         env.close()
     result: dict[str, Any] = {
@@ -121,6 +124,9 @@ def run_one_episode(
     }
     result |= {"profile": profile_name, "client": profile.client, "backend": env.backend.name}
     result["intervention"] = wired.identity.to_json()
+    # loaded, or why not (core/intervention_health); null on the baseline or when unobserved
+    result["intervention_status"] = health.status.value if health else None
+    result["intervention_detail"] = health.detail if health else None
     result |= {"account": account_name}
     return result | _outcome_json(episode, outcome, got, truth, keep)
 

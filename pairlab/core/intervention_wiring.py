@@ -16,6 +16,8 @@ refuses it), so a treated arm cannot silently run without its intervention.
   inline table names ``env_vars`` (Codex passes the server only HOME, PATH, the locale
   and those), ``startup_timeout_sec`` and ``required = true`` (Codex then waits for the
   server's handshake before its first request, as Claude Code does).
+  Claude Code's startup timeout is a variable: treated arms get ``MCP_TIMEOUT`` (ms)
+  from the manifest's ``startup_timeout_s``.
 
 Measured against the real binaries: tests/integration/test_intervention_real_clis.py;
 the generated arguments for ``interventions/reference.yaml`` are byte-identical to what
@@ -127,12 +129,28 @@ def codex_config_toml(manifest: InterventionManifest, arm: str) -> str:
     return "\n".join(lines) + "\n"
 
 
+def claude_arm_env(manifest: InterventionManifest) -> dict[str, str]:
+    """Claude Code waits ``MCP_TIMEOUT`` ms for a server's handshake (30 s by default):
+    the manifest's startup timeout, so a server that misses it is logged
+    ``CONNECT_TIMEOUT`` (``intervention-timeout``)."""
+    return {"MCP_TIMEOUT": str(manifest.startup_timeout_s * 1000)}
+
+
+def codex_arm_env(manifest: InterventionManifest) -> dict[str, str]:
+    return {}  # startup_timeout_sec is in the server's table
+
+
 ARM_WIRING: Final = {"claude-mcp-config": claude_arm_args, "codex-mcp-servers": codex_arm_args}
+# the treated arms' environment each wiring adds (the startup timeout where it is a variable)
+ARM_ENV: Final = {"claude-mcp-config": claude_arm_env, "codex-mcp-servers": codex_arm_env}
 
 
-def stamp(identity: InterventionIdentity) -> InterventionStamp:
+def stamp(identity: InterventionIdentity, server_name: str | None = None) -> InterventionStamp:
     return InterventionStamp(
-        id=identity.id, version=identity.version, manifest_sha256=identity.manifest_sha256
+        id=identity.id,
+        version=identity.version,
+        manifest_sha256=identity.manifest_sha256,
+        server_name=server_name,
     )
 
 
@@ -153,7 +171,7 @@ def wire_profile(profile: RunnerProfile, manifest: InterventionManifest) -> Runn
                 f"run the intervention '{manifest.id}' (use a real-CLI profile: claude, codex)",
                 reason=ReasonCode.ARM_NOT_SUPPORTED,
             )
-        return profile.model_copy(update={"intervention": stamp(identity)})
+        return profile.model_copy(update={"intervention": stamp(identity, manifest.mcp_name)})
     if manifest.seed_files:
         raise InvalidInputError(
             f"intervention '{manifest.id}': seed_files are declared but not yet placed by "
@@ -175,10 +193,21 @@ def wire_profile(profile: RunnerProfile, manifest: InterventionManifest) -> Runn
         if wiring.env:
             arm_env[arm] = dict(wiring.env)
     treatment = profile.treatment.model_copy(
-        update={"env": {**profile.treatment.env, **manifest.env}, "arm_env": arm_env}
+        update={
+            "env": {
+                **profile.treatment.env,
+                **ARM_ENV[profile.intervention_wiring](manifest),
+                **manifest.env,
+            },
+            "arm_env": arm_env,
+        }
     )
     return profile.model_copy(
-        update={"arm_args": arm_args, "treatment": treatment, "intervention": stamp(identity)}
+        update={
+            "arm_args": arm_args,
+            "treatment": treatment,
+            "intervention": stamp(identity, manifest.mcp_name),
+        }
     )
 
 

@@ -17,6 +17,7 @@ from datetime import datetime
 from typing import Any
 
 from pairlab.core.findings.evidence import EpisodeEvidence
+from pairlab.core.intervention_health import InterventionHealth
 from pairlab.core.quota.consumption import (
     UNKNOWN_CONCURRENT_USE,
     ConcurrentUse,
@@ -52,11 +53,22 @@ def is_correct(checks: Sequence[GraderCheck]) -> bool | None:
 
 
 def exclusion_for(
-    *, started: bool, checks: Sequence[GraderCheck], rules: Sequence[str]
+    *,
+    started: bool,
+    checks: Sequence[GraderCheck],
+    rules: Sequence[str],
+    intervention: InterventionHealth | None = None,
 ) -> str | None:
-    """Apply the suite's pre-registered exclusion rules; returns the rule kind or None."""
+    """Apply the suite's pre-registered exclusion rules; returns the rule kind or None.
+
+    A treated episode whose intervention was not there (``intervention``'s status is a
+    fault: start failed, timeout, exited, not loaded; :mod:`pairlab.core.intervention_health`)
+    is always excluded with that status as its reason, whatever the suite declares: it
+    did not measure the intervention. Only a CLI that never started comes first."""
     if not started and "infrastructure-failure-before-start" in rules:
         return "infrastructure-failure-before-start"
+    if intervention is not None and intervention.is_fault:
+        return intervention.status.value
     if any(c.passed is None for c in checks) and "grader-infrastructure-error" in rules:
         return "grader-infrastructure-error"
     return None
@@ -124,10 +136,12 @@ class QuotaInterval:
 
 @dataclass(frozen=True)
 class Grading:
-    """The grader checks and the suite's exclusion rule that applied (or None)."""
+    """The grader checks, the exclusion that applied (or None) and the treated arm's
+    intervention status."""
 
     checks: Sequence[GraderCheck]
     exclusion: str | None = None
+    intervention: InterventionHealth | None = None  # treated arms: was it there (None: unknown)
 
 
 @dataclass(frozen=True)
@@ -209,6 +223,8 @@ def build_episode_record(
         timed_out=outcome.timed_out,
         excluded=grading.exclusion is not None,
         excluded_reason=grading.exclusion,
+        intervention_status=grading.intervention.status.value if grading.intervention else None,
+        intervention_detail=grading.intervention.detail if grading.intervention else None,
         grader_checks=list(grading.checks),
         tool_calls=usage.tool_calls,
         api_calls=usage.api_calls,

@@ -86,7 +86,9 @@ def test_reference_wiring_is_byte_identical_to_the_hand_wired_profiles(cli: str)
     for arm in ("optimizer", "retrieval", "full"):
         assert profile.arm_args[arm] == expected
     assert profile.arm_args["baseline"] == HAND_WIRED_BASELINE[cli]  # stays stripped
-    assert profile.treatment.env == {"TIKTOKEN_CACHE_DIR": ""}
+    # Claude Code reads the startup timeout from MCP_TIMEOUT (ms): the manifest's 30 s
+    timeout = {"MCP_TIMEOUT": "30000"} if cli == "claude" else {}
+    assert profile.treatment.env == {**timeout, "TIKTOKEN_CACHE_DIR": ""}
     assert "TIKTOKEN_CACHE_DIR" not in profile.env  # the intervention's, not the profile's
     reference = load_intervention("reference")
     assert profile.intervention is not None
@@ -116,7 +118,7 @@ def test_a_third_party_server_is_wired_into_claude_per_arm(tmp_path: Path) -> No
         assert head == ["--setting-sources", "", "--strict-mcp-config", "--mcp-config"]
         server = json.loads(document)["mcpServers"]["code_index"]
         assert server == {"type": "stdio", "command": "code-index-mcp", "args": args}
-    assert profile.treatment.env == {"CODE_INDEX_QUIET": "1"}
+    assert profile.treatment.env == {"MCP_TIMEOUT": "45000", "CODE_INDEX_QUIET": "1"}
     assert profile.treatment.arm_env == {"full": {"CODE_INDEX_DEPTH": "9"}}
     assert profile.intervention is not None
     assert profile.intervention.id == "code-index"

@@ -90,8 +90,13 @@ def test_claude_arms_differ_by_the_intervention_alone() -> None:
     for arm in TREATED:  # the intervention_wiring rendering, verbatim
         assert profile.arm_args[arm] == ["--setting-sources", "", *claude_arm_args()]
     # the treated arms add only the intervention's own environment (its manifest's env)
+    # and its startup timeout (Claude Code's MCP_TIMEOUT, ms)
     assert profile.treatment.home_seed is None
-    assert profile.treatment.env == load_intervention("reference").manifest.env
+    manifest = load_intervention("reference").manifest
+    assert profile.treatment.env == {
+        "MCP_TIMEOUT": str(manifest.startup_timeout_s * 1000),
+        **manifest.env,
+    }
     assert profile.root_env == {"IS_SANDBOX": "1"}
     assert profile.env["CLAUDE_CODE_TMPDIR"] == profile.env["TMPDIR"] == "{tmp}"
     assert profile.env["CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC"] == "1"

@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any, Literal, Protocol
 
 from pairlab.core.errors import EnvironmentUnavailable, ReasonCode
+from pairlab.core.intervention_health import ServerReport
 from pairlab.core.schemas.usage import UsageVector
 
 Scope = Literal["user", "project"]
@@ -42,6 +43,11 @@ class Planter(Protocol):
     def codex_rules(self, scope: Scope, path: str, command: str) -> None: ...
 
 
+def no_server_report(stdout: str, stderr: str, home: Path, server_name: str) -> ServerReport | None:
+    """A CLI that states nothing about its MCP servers (the ledger alone judges)."""
+    return None
+
+
 @dataclass(frozen=True)
 class RealCli:
     """One real CLI: its wheel and binary, how to read its output, where its transcripts
@@ -61,6 +67,9 @@ class RealCli:
     own_usage: Callable[[str], UsageVector | None]  # the usage the CLI itself states on stdout
     offered_servers: Callable[[dict[str, Any]], set[str]]  # MCP servers in one request body
     plant_config: Callable[[Planter], None]  # certify's full user + project config
+    # its own account of an intervention's server (stdout, stderr, collected HOME, server
+    # name): how the connection went (core/intervention_health); None where it has none
+    server_report: Callable[[str, str, Path, str], ServerReport | None] = no_server_report
 
 
 def unavailable(name: str, wheel: str, detail: str) -> EnvironmentUnavailable:

@@ -12,6 +12,14 @@
 * **Transcripts**: ``$HOME/.claude/projects/**/*.jsonl`` (read by ``usage.claude``).
 * **MCP servers offered** in a request: its ``mcp__<server>__<tool>`` tools (deferred
   or not).
+* **Its account of an MCP server** (:func:`claude_server_report`): the stream-json
+  ``init`` message lists ``mcp_servers`` with a ``status`` (``connected``/``failed``),
+  and ``$HOME/.cache/claude-cli-nodejs/<cwd>/mcp-logs-<server>/*.jsonl`` logs the
+  connection: ``Successfully connected``, ``Connection failed ... (CONNECT_TIMEOUT)``
+  against ``MCP_TIMEOUT`` (ms; the wiring sets the manifest's startup timeout), any
+  other ``Connection failed`` (the command failed or exited first), and ``STDIO
+  connection closed`` -- after ``Sending SIGINT to MCP server process`` when Claude Code
+  ends the episode, without it when the server went away by itself.
 * **Certify's planted config**: hooks, rules, skills, commands, agents and memory at
   user (``$CLAUDE_CONFIG_DIR``) and project scope, and an MCP server in each of
   ``.claude.json`` and ``.mcp.json``.
@@ -19,11 +27,13 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any, Final
 
 from pairlab.adapters.clients.base import Planter, RealCli, Scope, json_lines, unavailable
 from pairlab.adapters.usage.claude import claude_vector
+from pairlab.core.intervention_health import Connection, ServerReport
 from pairlab.core.schemas.usage import UsageVector
 
 WHEEL: Final = "claude-agent-sdk"
@@ -84,6 +94,73 @@ def claude_offered_servers(body: dict[str, Any]) -> set[str]:
     return found
 
 
+def claude_init_status(stdout: str, server_name: str) -> str | None:
+    """The server's ``status`` in the stream-json ``init`` message (None: not listed)."""
+    for message in json_lines(stdout):
+        if message.get("type") == "system" and message.get("subtype") == "init":
+            for server in message.get("mcp_servers") or []:
+                if isinstance(server, dict) and server.get("name") == server_name:
+                    status = server.get("status")
+                    return status if isinstance(status, str) else None
+    return None
+
+
+def _log_messages(home: Path, server_name: str) -> list[str]:
+    """The messages of the server's MCP logs under ``home``, in order (none: no log)."""
+    messages: list[str] = []
+    for path in sorted(home.glob(f".cache/claude-cli-nodejs/*/mcp-logs-{server_name}/*.jsonl")):
+        for line in path.read_text(encoding="utf-8", errors="replace").splitlines():
+            try:
+                event = json.loads(line)
+            except ValueError:
+                continue
+            if isinstance(event, dict):
+                text = event.get("error") or event.get("debug")
+                if isinstance(text, str):
+                    messages.append(text)
+    return messages
+
+
+def classify_claude_mcp_log(messages: list[str]) -> ServerReport | None:
+    """How the connection went, per Claude Code's MCP log of one server (None: no log).
+
+    A ``CONNECT_TIMEOUT`` failure is a timeout; any other ``Connection failed`` before a
+    connection is a start failure; a ``connection closed`` after ``Successfully
+    connected`` that Claude Code did not cause (no ``Sending SIGINT``/``SIGTERM`` to the
+    server before it) is an exit."""
+    if not messages:
+        return None
+    connection: Connection | None = None
+    exited, stopping, detail = False, False, None
+    for text in messages:
+        lowered = text.lower()
+        if lowered.startswith("successfully connected"):
+            connection = "connected"
+        elif lowered.startswith("connection failed") and connection != "connected":
+            connection = "timeout" if "CONNECT_TIMEOUT" in text else "start-failed"
+            detail = f"claude: {text}"
+        elif lowered.startswith("sending sig"):
+            stopping = True
+        elif connection == "connected" and not stopping and "connection closed" in lowered:
+            exited, detail = True, f"claude, after connecting: {text}"
+    return ServerReport(connection=connection, exited=exited, detail=detail)
+
+
+def claude_server_report(
+    stdout: str, stderr: str, home: Path, server_name: str
+) -> ServerReport | None:
+    """Claude Code's account of the server: its MCP log, else its ``init`` status."""
+    logged = classify_claude_mcp_log(_log_messages(home, server_name))
+    status = claude_init_status(stdout, server_name)
+    if logged is not None and logged.connection is not None:
+        return logged
+    if status == "failed":
+        return ServerReport("start-failed", detail=f"claude: init lists '{server_name}' as failed")
+    if status == "connected":
+        return ServerReport("connected", exited=logged.exited if logged else False)
+    return logged
+
+
 def plant_claude(p: Planter) -> None:
     """Every item a Claude Code user could have installed, once per scope where it applies."""
     events = ", ".join(p.hook_events)
@@ -137,6 +214,7 @@ CLAUDE: Final = RealCli(
     own_usage=claude_result_usage,
     offered_servers=claude_offered_servers,
     plant_config=plant_claude,
+    server_report=claude_server_report,
 )
 
 __all__ = [

@@ -30,6 +30,7 @@ from typing import Any, Final
 
 from pairlab.adapters.clients.base import Planter, RealCli, json_lines, unavailable
 from pairlab.adapters.usage.codex import codex_vector
+from pairlab.core.intervention_health import Connection, ServerReport
 from pairlab.core.schemas.usage import UsageVector
 
 WHEEL: Final = "openai-codex-cli-bin"
@@ -134,6 +135,26 @@ def codex_offered_servers(body: dict[str, Any]) -> set[str]:
     return found
 
 
+_REQUIRED_FAILED = re.compile(r"required MCP servers failed to initialize: (.*)$", re.M)
+
+
+def codex_server_report(
+    stdout: str, stderr: str, home: Path, server_name: str
+) -> ServerReport | None:
+    """Codex's account of a ``required`` server that failed: it refuses to start the
+    session (exit 1, no model request) and says why on stderr -- ``<server>: timed out
+    handshaking with MCP server after <s>`` (a timeout) or ``<server>: handshaking with
+    MCP server failed: ...`` (the command failed or exited first). None: it said
+    nothing about the server (the ledger judges)."""
+    for found in _REQUIRED_FAILED.findall(stderr):
+        line = str(found).strip()
+        if not line.startswith(f"{server_name}:"):
+            continue
+        connection: Connection = "timeout" if "timed out" in line else "start-failed"
+        return ServerReport(connection, detail=f"codex: {line}")
+    return None
+
+
 def plant_codex(p: Planter) -> None:
     """Every item a Codex user could have installed, at user ($CODEX_HOME) and project scope."""
     hooks = f"hooks.json ({', '.join(p.hook_events)})"
@@ -168,6 +189,7 @@ CODEX: Final = RealCli(
     own_usage=codex_turn_usage,
     offered_servers=codex_offered_servers,
     plant_config=plant_codex,
+    server_report=codex_server_report,
 )
 
 __all__ = [

@@ -12,6 +12,7 @@ from pairlab.adapters.episode.io import EpisodeUsage, price_episode
 from pairlab.adapters.episode.session import CollectedEpisode
 from pairlab.adapters.quota.account import QuotaBracket
 from pairlab.core.findings.retrieval import DEFAULT_HOLDOUT_SHARE
+from pairlab.core.intervention_health import InterventionHealth
 from pairlab.core.records import (
     DeliveryEvidence,
     EpisodeIdentity,
@@ -99,11 +100,14 @@ def episode_record(
     quota: QuotaBracket,
     include_transcript: bool,
     stratum: str | None = None,
+    intervention: InterventionHealth | None = None,
 ) -> EpisodeRecord:
     """The schema-v2 record of one episode from the parts its steps produced: the suite's
     exclusion rules applied, usage priced, quota consumption per window computed (null +
     reason unless usable); with the intervention's evidence (``collected.evidence``) its
-    finding fields and the exact/fallback tool-call join. ``stratum`` None: the plan's."""
+    finding fields and the exact/fallback tool-call join. ``stratum`` None: the plan's.
+    ``intervention``: the treated arm's intervention status
+    (``RunEnvironment.check_intervention``); a fault excludes the episode."""
     _same_task(planned, entry)
     identity = EpisodeIdentity(
         run_id=run_id,
@@ -135,7 +139,9 @@ def episode_record(
             started=outcome.exit_code is not None or outcome.timed_out,
             checks=collected.checks,
             rules=[r.when for r in suite.suite.exclusion_rules],
+            intervention=intervention,
         ),
+        intervention=intervention,
     )
     interval = QuotaInterval(quota.before, quota.after, quota.concurrent_use)
     evidence = DeliveryEvidence(ledger=collected.ledger, findings=collected.evidence)

@@ -38,6 +38,8 @@ from pairlab.core.accounts import AccountStamp
 from pairlab.core.emulator.run_settings import EmulatorSettings
 from pairlab.core.errors import InvalidInputError, PairlabError, ReasonCode
 from pairlab.core.findings.evidence import EpisodeEvidence
+from pairlab.core.intervention_health import BASELINE as BASELINE_ARM
+from pairlab.core.intervention_health import InterventionHealth, judge_intervention
 from pairlab.core.schemas.catalog import TaskEntry
 from pairlab.core.schemas.episode import GraderCheck
 from pairlab.core.schemas.profile import RunnerProfile
@@ -84,6 +86,45 @@ class RunEnvironment:
             client=self.profile.client,
             reader=reader,
             stdout=stdout,
+        )
+
+    def check_intervention(
+        self,
+        registered: EpisodeEndpoint | None,
+        *,
+        arm: str,
+        stdout: str,
+        stderr: str,
+        files: CollectedFiles,
+    ) -> InterventionHealth | None:
+        """Whether a treated episode's intervention was there (``loaded``) or why not
+        (``core/intervention_health``): from the CLI's own account of the server (its
+        record's ``server_report``: stdout and the collected HOME) and the emulator's
+        ledger of what each request offered. None for the baseline, for a profile with a
+        fixed treatment of its own (no ``intervention_wiring``: the simulator) and when
+        nothing was observed."""
+        stamp = self.profile.intervention
+        if (
+            arm == BASELINE_ARM
+            or stamp is None
+            or stamp.server_name is None
+            or self.profile.intervention_wiring is None
+        ):
+            return None
+        from pairlab.adapters.clients.registry import REAL_CLIS
+
+        cli = REAL_CLIS.get(self.profile.client)
+        home = files.dest / "home"
+        report = (
+            cli.server_report(stdout, stderr, home, stamp.server_name) if cli is not None else None
+        )
+        rows = (
+            registered.handle.rows()
+            if self.provider is not None and registered is not None
+            else None
+        )
+        return judge_intervention(
+            arm=arm, server_name=stamp.server_name, requests=rows, report=report
         )
 
     def close(self) -> None:

@@ -29,6 +29,15 @@ ARMS: tuple[str, ...] = ("baseline", "optimizer", "retrieval", "full")
 ConcurrentUseBasis = Literal["simulator-charge-log", "emulator-charge-log", "operator-assertion"]
 
 
+InterventionStatusWord = Literal[
+    "loaded",
+    "intervention-start-failed",
+    "intervention-timeout",
+    "intervention-exited",
+    "intervention-not-loaded",
+]
+
+
 def make_pair_id(run_id: str, task_id: str, repetition: int) -> str:
     """``<runId>:<taskId>:<repetition>``: two eval runs never share a pairId."""
     return f"{run_id}:{task_id}:{repetition}"
@@ -126,6 +135,11 @@ class EpisodeRecord(CamelModel):
     intervention_id: str | None = None
     intervention_version: str | None = None
     intervention_manifest_sha256: str | None = None
+    # issue 26 item 6: whether a treated episode's intervention was there (loaded) or why
+    # not (core/intervention_health.py; any other status excludes the episode, its
+    # excludedReason); null on the baseline, when nothing was observed, and before
+    intervention_status: InterventionStatusWord | None = None
+    intervention_detail: str | None = None
 
     @property
     def intervention_key(self) -> str | None:

@@ -85,6 +85,10 @@ class InterventionStamp(StrictModel):
     id: str
     version: str
     manifest_sha256: str
+    # the name the CLIs list its server under (the manifest's mcp_name), to judge whether a
+    # treated episode loaded it (core/intervention_health); never serialized (the manifest
+    # hash already names it), so stored stamps read back without it
+    server_name: str | None = Field(default=None, exclude=True)
 
 
 # The element of a treated arm's args the intervention's generated wiring replaces.

@@ -1,0 +1,177 @@
+"""Whether a treated episode's intervention was really there: ``loaded``, or why not.
+
+A bad server must never pass for a plain treated episode (issue 26 item 6: a
+Codex-on-Docker retrieval episode once missed the tools silently and was recorded as a
+treated episode without MCP calls). Each treated episode gets one status, recorded on
+its record (``interventionStatus``, with ``interventionDetail``); any status but
+``loaded`` excludes it from effects (``excludedReason`` = the status) and the report
+counts it. The run goes on: a bad server is an outcome of the episode, not an error.
+
+===========================  =====================================================
+status                       when
+===========================  =====================================================
+``intervention-start-failed``  the CLI could not connect: the command failed or
+                               exited before the handshake
+``intervention-timeout``       the handshake did not finish within the manifest's
+                               ``startup_timeout_s`` (the CLI gave up waiting)
+``intervention-exited``        connected, then the server went away mid-episode
+``intervention-not-loaded``    the CLI ran and asked the model, but no request
+                               offered any of the server's tools
+``loaded``                     at least one request offered them, no fault above
+===========================  =====================================================
+
+The evidence, most specific first (:func:`judge_intervention`):
+
+1. **The CLI's own account of the server's connection** (:class:`ServerReport`, read
+   by the CLI's adapter from its output and files: Claude Code's per-server MCP log in
+   HOME and its stream-json ``init`` status, ``adapters/clients/claude.py``). It is the
+   only source that tells a timeout from a start failure from a mid-episode exit.
+2. **The provider emulator's request ledger** (:func:`server_offered`, the ground truth
+   of what reached the model): a treated episode none of whose model requests offered
+   the server -- its ``mcp__<server>__`` tools, or (Codex) its name among the sources of
+   ``tool_search`` -- was not loaded, whatever the CLI said (a server that connects and
+   lists no tool is ``connected`` to Claude Code); a server offered by some requests and
+   missing from a later one has exited.
+
+Why not a wrapper in front of the server command: the CLIs already observe the
+connection (Claude Code logs ``CONNECT_TIMEOUT`` against its own ``MCP_TIMEOUT``, the
+manifest's ``startup_timeout_s``); a wrapper would add a process to every treated
+episode, change the measured startup and the command each CLI starts, and still not
+see what the model was offered, which only the ledger knows.
+
+Null stays null: the baseline gets no status (None), and so does a treated episode with
+neither a ledger (no emulator: an account run) nor a report, or whose ledger holds no
+model request while the CLI said nothing about the server.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+from enum import StrEnum
+from typing import Final, Literal
+
+from pairlab.core.emulator.request_ledger import RequestRow, is_model_request
+
+
+class InterventionStatus(StrEnum):
+    LOADED = "loaded"
+    START_FAILED = "intervention-start-failed"
+    TIMEOUT = "intervention-timeout"
+    EXITED = "intervention-exited"
+    NOT_LOADED = "intervention-not-loaded"
+
+
+INTERVENTION_FAULTS: Final = tuple(s for s in InterventionStatus if s != InterventionStatus.LOADED)
+BASELINE: Final = "baseline"
+# a source line of Codex's tool_search description: "- <server>: ..." (or the name alone)
+_SOURCE_LINE = re.compile(r"^- ([A-Za-z0-9_.-]+)(?::|$)", re.M)
+
+Connection = Literal["connected", "start-failed", "timeout"]
+
+
+@dataclass(frozen=True)
+class ServerReport:
+    """What the CLI itself said about the intervention's server: how its connection
+    ended (None: the CLI said nothing about it), whether it went away after connecting,
+    and the CLI's own words (one line) for the record."""
+
+    connection: Connection | None = None
+    exited: bool = False
+    detail: str | None = None
+
+
+@dataclass(frozen=True)
+class InterventionHealth:
+    status: InterventionStatus
+    detail: str
+
+    @property
+    def is_fault(self) -> bool:
+        return self.status != InterventionStatus.LOADED
+
+
+def server_offered(row: RequestRow, server_name: str) -> bool:
+    """Whether one request offered the server: one of its ``mcp__<server>__`` tools (Claude
+    Code; Codex after a search, with ``-`` as ``_``) or the server named among the sources
+    of Codex's ``tool_search`` (its tools deferred behind it)."""
+    names = {server_name, server_name.replace("-", "_")}
+    if any(tool.startswith(f"mcp__{name}__") for tool in row.tools_offered for name in names):
+        return True
+    sources = _SOURCE_LINE.findall(row.tool_search_sources or "")
+    return any(name in sources for name in names)
+
+
+def _offered(requests: Sequence[RequestRow], server_name: str) -> list[bool] | None:
+    """Per model request (in order), whether it offered the server; None without any."""
+    model = sorted(
+        (r for r in requests if is_model_request(r) and r.request_index >= 0),
+        key=lambda r: r.request_index,
+    )
+    return [server_offered(r, server_name) for r in model] or None
+
+
+def judge_intervention(
+    *,
+    arm: str,
+    server_name: str,
+    requests: Sequence[RequestRow] | None,
+    report: ServerReport | None,
+) -> InterventionHealth | None:
+    """The treated episode's status (None for the baseline, or when nothing was observed).
+
+    The CLI's report decides a start failure, a timeout or an exit; then the ledger
+    decides: never offered is not loaded, offered then dropped is an exit, offered is
+    loaded. With no model request in the ledger (or no ledger), a report of a connection
+    is ``loaded``, else the status stays unknown (None)."""
+    if arm == BASELINE:
+        return None
+    said = report.detail if report is not None and report.detail else None
+    if report is not None and report.connection == "timeout":
+        return InterventionHealth(
+            InterventionStatus.TIMEOUT, said or "the handshake missed the startup timeout"
+        )
+    if report is not None and report.connection == "start-failed":
+        return InterventionHealth(
+            InterventionStatus.START_FAILED, said or "the CLI could not start the server"
+        )
+    if report is not None and report.exited:
+        return InterventionHealth(
+            InterventionStatus.EXITED, said or "the server went away mid-episode"
+        )
+    offered = _offered(requests, server_name) if requests is not None else None
+    if offered is None:
+        if report is not None and report.connection == "connected":
+            return InterventionHealth(
+                InterventionStatus.LOADED, "the CLI connected to the server (no model request)"
+            )
+        return None
+    n = len(offered)
+    if not any(offered):
+        return InterventionHealth(
+            InterventionStatus.NOT_LOADED,
+            f"none of the {n} model requests offered a tool of '{server_name}'"
+            + (f" ({said})" if said else ""),
+        )
+    first = offered.index(True)
+    if not all(offered[first:]):
+        gone = offered.index(False, first)
+        return InterventionHealth(
+            InterventionStatus.EXITED,
+            f"'{server_name}' was offered from request {first} and missing from request {gone}",
+        )
+    return InterventionHealth(
+        InterventionStatus.LOADED,
+        f"{sum(offered)} of {n} model requests offered '{server_name}'",
+    )
+
+
+__all__ = [
+    "INTERVENTION_FAULTS",
+    "InterventionHealth",
+    "InterventionStatus",
+    "ServerReport",
+    "judge_intervention",
+    "server_offered",
+]
