@@ -53,6 +53,7 @@ from enum import StrEnum
 from typing import Final, Literal
 
 from pairlab.core.emulator.request_ledger import RequestRow, is_model_request
+from pairlab.core.schemas.episode import EpisodeRecord
 
 
 class InterventionStatus(StrEnum):
@@ -167,11 +168,34 @@ def judge_intervention(
     )
 
 
+def count_intervention_health(records: Sequence[EpisodeRecord]) -> dict[str, object] | None:
+    """``report.json`` -> ``meta.intervention_health``: of the treated episodes, how many
+    were judged, how many loaded the intervention and how many did not, by status (each
+    of those excluded from effects). None when no treated episode was judged (the
+    simulator's fixed treatment, runs recorded before): unknown, never "all loaded"."""
+    treated = [r for r in records if r.arm != BASELINE]
+    judged = [r for r in treated if r.intervention_status is not None]
+    if not judged:
+        return None
+    faults: dict[str, int] = {}
+    for record in judged:
+        if record.intervention_status != InterventionStatus.LOADED.value:
+            status = str(record.intervention_status)
+            faults[status] = faults.get(status, 0) + 1
+    return {
+        "treated": len(treated),
+        "judged": len(judged),
+        "loaded": len(judged) - sum(faults.values()),
+        "not_there": dict(sorted(faults.items(), key=lambda kv: (-kv[1], kv[0]))),
+    }
+
+
 __all__ = [
     "INTERVENTION_FAULTS",
     "InterventionHealth",
     "InterventionStatus",
     "ServerReport",
+    "count_intervention_health",
     "judge_intervention",
     "server_offered",
 ]

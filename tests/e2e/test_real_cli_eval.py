@@ -167,6 +167,24 @@ def check_savings(profile: str, work: Path, run_id: str, records: dict[str, Epis
     assert set(report["by_arm"]) <= {"optimizer", "retrieval", "full"}
 
 
+def check_intervention_status(work: Path, run_id: str, records: dict[str, EpisodeRecord]) -> None:
+    """Every treated episode says whether the intervention was there (issue 26 item 6: a
+    Codex-on-Docker retrieval episode once missed the tools silently): ``loaded``, or a
+    fault recorded as its exclusion reason; the baseline says nothing; report.json counts
+    them."""
+    treated = [r for r in records.values() if r.arm != "baseline"]
+    for record in records.values():
+        if record.arm == "baseline":
+            assert record.intervention_status is None, record.episode_id
+        elif record.intervention_status != "loaded":
+            assert record.intervention_status is not None, record.episode_id
+            assert record.excluded_reason == record.intervention_status, record.episode_id
+    report = json.loads((checks.run_path(work, run_id) / "report.json").read_text())
+    health = report["meta"]["intervention_health"]
+    assert health["treated"] == health["judged"] == len(treated)
+    assert health["loaded"] == sum(r.intervention_status == "loaded" for r in treated)
+
+
 @pytest.mark.parametrize(
     ("profile", "backend"),
     [
@@ -193,6 +211,7 @@ def test_the_core_suite_through_the_real_cli_agrees_with_the_emulator(
         {"claude": "2.1.332", "codex": "0.163.0"}[profile]
     }
     assert {r.backend for r in records.values()} == {backend}
+    check_intervention_status(work, run_id, records)
     check_savings(profile, work, run_id, records)
 
 

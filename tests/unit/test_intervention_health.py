@@ -217,3 +217,75 @@ def test_loaded_and_unknown_are_not_excluded_and_a_failed_start_comes_first() ->
     never_started = exclusion_for(started=False, checks=[], rules=rules, intervention=fault)
     assert never_started == "infrastructure-failure-before-start"
     assert exclusion_for(started=True, checks=[], rules=[], intervention=fault) == fault.status
+
+
+def test_the_report_counts_them_and_unjudged_runs_stay_null() -> None:
+    from pairlab.core.intervention_health import count_intervention_health
+    from pairlab.core.report.markdown import render_report_markdown
+    from pairlab.core.report.words import intervention_health_fact
+
+    records = [
+        _record("baseline", None),
+        _record("optimizer", InterventionHealth(S.LOADED, "ok")),
+        _record("optimizer", InterventionHealth(S.NOT_LOADED, "x")),
+        _record("full", InterventionHealth(S.TIMEOUT, "x")),
+        _record("full", InterventionHealth(S.NOT_LOADED, "x")),
+        _record("full", None),  # not judged (no ledger, nothing said)
+    ]
+    health = count_intervention_health(records)
+    assert health == {
+        "treated": 5,
+        "judged": 4,
+        "loaded": 1,
+        "not_there": {"intervention-not-loaded": 2, "intervention-timeout": 1},
+    }
+    fact = intervention_health_fact(health)
+    assert fact == (
+        " · intervention loaded in 1 of 4 judged treated episodes (5 treated); not there: "
+        "2 intervention-not-loaded, 1 intervention-timeout (excluded from effects)"
+    )
+    assert fact in render_report_markdown({"intervention_health": health}, {})
+    # nothing judged (the simulator's fixed treatment; records written before): null
+    assert count_intervention_health([_record("baseline", None), _record("full", None)]) is None
+    assert intervention_health_fact(None) == ""
+
+
+def test_a_not_loaded_episode_is_left_out_of_effects_and_counted_in_report_json() -> None:
+    from pairlab.core.report.run import analyse_run, render_run_report
+    from tests.report_support import PLAN, settings, stored_records
+
+    records = stored_records(6)
+    run_settings = settings()
+
+    def report(rows: list[EpisodeRecord]) -> dict[str, object]:
+        analysis = analyse_run(rows, run_settings, PLAN)
+        return dict(render_run_report(run_settings, rows, [], PLAN, analysis).payload)
+
+    treated = next(i for i, r in enumerate(records) if r.arm != "baseline")
+    bad = records[treated].model_copy(
+        update={
+            "excluded": True,
+            "excluded_reason": "intervention-not-loaded",
+            "intervention_status": "intervention-not-loaded",
+            "intervention_detail": "none of the 6 model requests offered a tool of 'x'",
+        }
+    )
+    before, after = report(records), report([*records[:treated], bad, *records[treated + 1 :]])
+    meta = after["meta"]
+    assert isinstance(meta, dict)
+    assert meta["excluded"] == 1
+    assert meta["excluded_by_reason"] == {"intervention-not-loaded": 1}
+    assert meta["intervention_health"] == {
+        "treated": sum(1 for r in records if r.arm != "baseline"),
+        "judged": 1,
+        "loaded": 0,
+        "not_there": {"intervention-not-loaded": 1},
+    }
+
+    def excluded(payload: dict[str, object]) -> int:
+        analysis = payload["analysis"]
+        assert isinstance(analysis, dict)
+        return sum(c["excluded"] for c in analysis["cohorts"])
+
+    assert (excluded(before), excluded(after)) == (0, 1)  # left out of its cohort's effects
+    assert before["meta"]["intervention_health"] is None  # type: ignore[index]

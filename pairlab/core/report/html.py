@@ -40,6 +40,7 @@ from pairlab.core.report.words import (
     decision_tone,
     group_title,
     intervention_fact,
+    intervention_health_fact,
     number,
     reason_text,
     summary_sentence,
@@ -340,6 +341,7 @@ def render_report_html(report: Mapping[str, Any]) -> str:
         f"{number(meta.get('price_catalog_version'))}"
         + (f" · study plan {plan.get('id')} ({str(plan.get('sha256', ''))[:12]})" if plan else "")
         + intervention_fact(meta.get("intervention"))
+        + intervention_health_fact(meta.get("intervention_health"))
         + account_fact(meta.get("account"))
         + budget_fact(meta.get("budget"))
     )

@@ -29,6 +29,7 @@ from pairlab.core.report.words import (
     headline_table,
     interval,
     intervention_fact,
+    intervention_health_fact,
     number,
     percent,
     reason_text,
@@ -260,6 +261,7 @@ def render_report_markdown(
         f"catalog {number(meta.get('price_catalog_version'))}"
         + (f" · study plan '{plan.get('id')}' ({str(plan.get('sha256', ''))[:12]})" if plan else "")
         + intervention_fact(meta.get("intervention"))
+        + intervention_health_fact(meta.get("intervention_health"))
         + account_fact(meta.get("account"))
         + budget_fact(meta.get("budget"))
     )

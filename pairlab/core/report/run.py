@@ -28,6 +28,7 @@ from pairlab.core.analysis.study_plan import ResolvedPlan
 from pairlab.core.budget import BudgetStatus
 from pairlab.core.findings.claim2 import render_retrieval_markdown, retrieval_evidence
 from pairlab.core.findings.warm_stratum import render_warm_markdown, warm_effects
+from pairlab.core.intervention_health import count_intervention_health
 from pairlab.core.quota.intervals import QuotaIntervalRecord
 from pairlab.core.report.headline import build_headline
 from pairlab.core.report.html import render_report_html
@@ -119,6 +120,16 @@ def _plan_meta(plan: Mapping[str, Any] | None) -> dict[str, Any] | None:
     return {k: plan.get(k) for k in ("id", "source", "sha256", "min_pairs", "alpha")}
 
 
+def _excluded_by_reason(records: Sequence[EpisodeRecord]) -> dict[str, int]:
+    """Excluded episodes per reason, most first (a reason left unrecorded: ``unknown``)."""
+    counts: dict[str, int] = {}
+    for record in records:
+        if record.excluded:
+            reason = record.excluded_reason or "unknown"
+            counts[reason] = counts.get(reason, 0) + 1
+    return dict(sorted(counts.items(), key=lambda kv: (-kv[1], kv[0])))
+
+
 def run_meta(
     settings: RunSettings, records: Sequence[EpisodeRecord], analysis: Mapping[str, Any]
 ) -> dict[str, Any]:
@@ -135,6 +146,8 @@ def run_meta(
         "episodes": len(records),
         "failed": sum(1 for r in records if not r.success),
         "excluded": sum(1 for r in records if r.excluded),
+        "excluded_by_reason": _excluded_by_reason(records),
+        "intervention_health": count_intervention_health(records),
         "min_pairs": analysis.get("gate", settings.gate),
         "exploratory": analysis.get("exploratory"),
         "all_below_gate": analysis.get("allBelowGate"),

@@ -186,6 +186,21 @@ def intervention_fact(intervention: Any) -> str:
     )
 
 
+def intervention_health_fact(health: Any) -> str:
+    """`` · intervention loaded in 5 of 6 treated episodes (1 intervention-not-loaded,
+    excluded)`` for the facts line (``meta.intervention_health``); empty when no treated
+    episode was judged (core/intervention_health.py)."""
+    if not isinstance(health, Mapping):
+        return ""
+    text = f" · intervention loaded in {health.get('loaded')} of {health.get('judged')} judged"
+    text += f" treated episodes ({health.get('treated')} treated)"
+    not_there = health.get("not_there") or {}
+    if not_there:
+        listed = ", ".join(f"{n} {status}" for status, n in not_there.items())
+        text += f"; not there: {listed} (excluded from effects)"
+    return text
+
+
 def group_title(group: Mapping[str, Any]) -> str:
     """``client version · model · intervention id@version:hash`` (the headline's group)."""
     title = f"{group.get('client')} {group.get('clientVersion')} · {group.get('model')}"
