@@ -169,9 +169,9 @@ def check_savings(profile: str, work: Path, run_id: str, records: dict[str, Epis
 
 def check_intervention_status(work: Path, run_id: str, records: dict[str, EpisodeRecord]) -> None:
     """Every treated episode says whether the intervention was there (issue 26 item 6: a
-    Codex-on-Docker retrieval episode once missed the tools silently): ``loaded``, or a
-    fault recorded as its exclusion reason; the baseline says nothing; report.json counts
-    them."""
+    Codex-on-Docker retrieval episode once missed the tools silently): a fault is recorded
+    as its exclusion reason, the baseline says nothing, report.json counts them -- and the
+    reference server (``required`` for Codex) is loaded in every treated episode."""
     treated = [r for r in records.values() if r.arm != "baseline"]
     for record in records.values():
         if record.arm == "baseline":
@@ -183,6 +183,11 @@ def check_intervention_status(work: Path, run_id: str, records: dict[str, Episod
     health = report["meta"]["intervention_health"]
     assert health["treated"] == health["judged"] == len(treated)
     assert health["loaded"] == sum(r.intervention_status == "loaded" for r in treated)
+    assert health["not_there"] == {}, [
+        (r.episode_id, r.intervention_status, r.intervention_detail)
+        for r in treated
+        if r.intervention_status != "loaded"
+    ]
 
 
 @pytest.mark.parametrize(
