@@ -279,11 +279,13 @@ def test_the_readme_main_job_runs_the_real_claude_by_default(tmp_path: Path) -> 
     work, run_id = run.parent.parent, summary["run_id"]
     dirs = checks.episode_dirs(work, run_id)
     assert len(dirs) == summary["episodes"]
-    for eid, record in checks.load_records(work, run_id).items():
+    loaded = checks.load_records(work, run_id)
+    for eid, record in loaded.items():
         rows = ledger_rows(dirs[eid])
         assert vector_of(record) == ground_truth(rows), eid
         (variant,) = {r.turn.variant for r in rows if r.turn}
         assert record.correct is (variant == "correct"), (eid, record.grader_checks)
+    check_intervention_status(work, run_id, loaded)
     records = [json.loads(line) for line in (run / "episodes.jsonl").read_text().splitlines()]
     assert {(r["client"], r["clientVersion"], r["model"]) for r in records} == {
         ("claude", "2.1.332", "claude-sonnet-5")
