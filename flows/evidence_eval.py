@@ -42,6 +42,7 @@ from pairlab.adapters.episode.session import RunEnvironment, open_run_environmen
 from pairlab.adapters.run.directory import RunDir
 from pairlab.adapters.run.frozen_settings import write_frozen_settings
 from pairlab.adapters.run.outputs import published_location, quota_provider
+from pairlab.adapters.run.provider_limited import set_aside_limited_pairs
 from pairlab.adapters.run.study_plan import freeze_plan
 from pairlab.core.accounts import AccountStamp, refuse_credential_parameters
 from pairlab.core.analysis.cohorts import resolve_gate
@@ -51,6 +52,7 @@ from pairlab.core.errors import InvalidInputError
 from pairlab.core.findings.warm_stratum import plan_warm_schedule
 from pairlab.core.frozen_settings import check_nothing_dropped
 from pairlab.core.intervention_wiring import check_same_intervention, require_arms
+from pairlab.core.provider_limit import PROVIDER_LIMIT, PROVIDER_LIMITED_DIR
 from pairlab.core.report.run import QuotaIntervalSettings, RunSettings
 from pairlab.core.run_scope import RunScope
 from pairlab.core.schedule import PlannedEpisode, Schedule, plan_schedule
@@ -209,13 +211,24 @@ def _evaluate(params: EvidenceEvalParams, run_id: str) -> dict[str, Any]:
     write_frozen_settings(run_dir, params.model_dump(mode="json"))
     plan = freeze_plan(run_dir, params.suite, params.study_plan)
     run_dir.write_json("schedule.json", schedule.model_dump(mode="json"))
+    #    A pair with a provider-limit episode is planned again whole (core/provider_limit.py).
+    replanned = set_aside_limited_pairs(run_dir, schedule.entries)
+    if replanned:
+        get_run_logger().info(
+            "run %s: %d pair(s) a provider limit ended are planned again: %s (the earlier "
+            "attempts are kept in %s/)",
+            run_id,
+            len(replanned),
+            ", ".join(sorted(replanned)),
+            PROVIDER_LIMITED_DIR,
+        )
     done = run_dir.completed()
     pending = [u for u in schedule.units() if any(e.episode_id not in done for e in u)]
     gate = resolve_gate(params.min_pairs, plan)
     # 4. The run's environment: backend, provider emulator, simulated account.
     env = open_environment(params, profile, run_dir)
     account_dir = sim_account_dir(Path(params.work_dir), env.profile)
-    ctx = EpisodeContext(params, suite, env, run_dir, account_dir)
+    ctx = EpisodeContext(params, suite, env, run_dir, account_dir, replanned=frozenset(replanned))
     scope = run_scope(params, env.profile, schedule, plan, gate)
     progress = PairProgress(run_id, len(planned_ids), done, pending, scope.labels())
     _log_plan(params, run_id, len(task_ids), len(planned_ids), schedule, done, plan, gate)
@@ -377,6 +390,7 @@ def _finish(
         published_location(params.store, run_id, "report.html"),
     )
     failed = sum(1 for r in ordered if not (r.success and r.correct))
+    limited = [r.episode_id for r in ordered if r.excluded_reason == PROVIDER_LIMIT]
     logger.info(
         "run %s %s: %d episodes (%d failed or incorrect)%s",
         run_id,
@@ -384,7 +398,13 @@ def _finish(
         len(ordered),
         failed,
         ("; EXPLORATORY" if exploratory else "")
-        + ("; NO COHORT REACHED THE GATE: nothing decided" if all_below_gate else ""),
+        + ("; NO COHORT REACHED THE GATE: nothing decided" if all_below_gate else "")
+        + (
+            f"; {len(limited)} ENDED BY A PROVIDER LIMIT (excluded; resume with run id "
+            f"{run_id} to run their pairs again)"
+            if limited
+            else ""
+        ),
     )
     return {
         "run_id": run_id,
@@ -399,4 +419,5 @@ def _finish(
         "all_below_gate": all_below_gate,
         "budget": None if budget is None else budget.model_dump(mode="json"),
         "budget_exhausted": stopped,
+        "provider_limited": limited,
     }

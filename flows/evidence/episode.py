@@ -29,8 +29,10 @@ from pairlab.adapters.episode.build import episode_record, episode_spec
 from pairlab.adapters.episode.session import RunEnvironment
 from pairlab.adapters.run.directory import RunDir
 from pairlab.adapters.run.provider import RunEndpoint
+from pairlab.adapters.run.provider_limited import write_limit
 from pairlab.core.emulator.run_settings import pair_seed
 from pairlab.core.findings.warm_stratum import WARM
+from pairlab.core.provider_limit import PROVIDER_LIMIT
 from pairlab.core.schedule import PlannedEpisode
 from pairlab.core.schemas.catalog import LoadedSuite
 from pairlab.core.schemas.episode import EpisodeRecord
@@ -49,6 +51,8 @@ class EpisodeContext:
     run_dir: RunDir
     account_dir: Path | None
     warm_graph: Path | None = None  # the warm stratum's frozen graph (claim 4)
+    # pairs a resume planned again after a provider limit (core/provider_limit.py)
+    replanned: frozenset[str] = frozenset()
 
     @property
     def backend(self) -> ExecutionBackend:
@@ -80,6 +84,7 @@ def execute_episode(
         arm=planned.arm,
         repetition=planned.repetition,
         seed=pair_seed(params.seed, planned.task_id, planned.repetition),
+        replanned=planned.pair_id in ctx.replanned,
     )
     spec = episode_spec(
         planned,
@@ -115,6 +120,17 @@ def execute_episode(
     check = ctx.env.check_episode(
         registered, episode_dir, reader=collected.usage.vector, stdout=measured.outcome.stdout
     )
+    limit = ctx.env.provider_limit(registered, measured.outcome.stdout)
+    if limit is not None:  # excluded, its pair re-planned on resume (core/provider_limit.py)
+        write_limit(episode_dir, limit)
+        get_run_logger().warning(
+            "episode %s: %s (%s said: %s); excluded as provider-limit, its pair is planned "
+            "again on resume",
+            planned.episode_id,
+            limit.kind,
+            "the emulator's ledger" if limit.source == "emulator-ledger" else ctx.profile.client,
+            limit.message,
+        )
     if check is not None and not check.agrees:  # the emulator's ground truth
         get_run_logger().warning(
             "episode %s: usage differs from the emulator's ground truth (%s)",
@@ -145,6 +161,7 @@ def execute_episode(
         quota=measured.quota,
         include_transcript=params.include_transcript,
         intervention=intervention,
+        limited=limit is not None,
     )
     return record_episode(quoted(ctx.run_dir), quoted(record)) if save else record
 
@@ -161,8 +178,16 @@ def run_pair(
     pair: list[PlannedEpisode], ctx: EpisodeContext, done: dict[str, EpisodeRecord]
 ) -> list[EpisodeRecord]:
     """Run the episodes of one pair strictly in their planned order (those in ``done``,
-    recorded by an earlier attempt, are not run again)."""
-    return [done[p.episode_id] if p.episode_id in done else attempt_episode(p, ctx) for p in pair]
+    recorded by an earlier attempt, are not run again). After an episode a provider's
+    limit ended, the rest of the pair is not run: the pair is planned again as a whole on
+    resume (core/provider_limit.py)."""
+    records = []
+    for planned in pair:
+        record = done.get(planned.episode_id) or attempt_episode(planned, ctx)
+        records.append(record)
+        if record.excluded_reason == PROVIDER_LIMIT:
+            break
+    return records
 
 
 __all__ = ["EpisodeContext", "attempt_episode", "execute_episode", "run_pair"]

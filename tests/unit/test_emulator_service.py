@@ -317,3 +317,33 @@ def test_the_version_probe_leaves_the_users_home_untouched(tmp_path: Path) -> No
     assert {c["name"] for c in json.loads(done.stdout)} == {"claude", "codex"}
     assert list(home.iterdir()) == []
     assert list((tmp_path / "t").iterdir()) == []  # the throwaway HOME is removed too
+
+
+@pytest.mark.parametrize(
+    ("path", "request_body", "error_type"),
+    [
+        ("v1/messages", claude_request("go"), "rate_limit_error"),
+        ("v1/responses", codex_request("go"), "usage_limit_reached"),
+    ],
+)
+def test_a_held_usage_limit_refuses_every_request_from_its_own_on(
+    tmp_path: Path, path: str, request_body: dict[str, Any], error_type: str
+) -> None:
+    """usage-limit-429 is a limit that lasts: the fault's request and every later one get
+    the provider's 429 (the CLI's retries fail too); the one before it is answered."""
+    service = EmulatorService(tmp_path, catalog_dir=CATALOG_DIR, clock=lambda: T0)
+    fault = Fault(at_request=1, kind="usage-limit-429", retry_after_s=1)
+    episode = service.register(EpisodeRegistration(task_id="fix-median", faults=[fault]))
+    replies = [post(service, f"/e/{episode.token}/{path}", request_body) for _ in range(4)]
+    assert [status for status, _ in replies] == [200, 429, 429, 429]
+    assert {body["error"]["type"] for _, body in replies[1:]} == {error_type}
+    rows = read_ledger(episode.ledger_path)[1]
+    assert [r.fault for r in rows] == [None, *["usage-limit-429"] * 3]
+    assert not any(r.billed for r in rows[1:])
+    if path == "v1/messages":  # a subscription's window used up, as Claude Code reads it
+        raw = service.handle(
+            Incoming("POST", f"/e/{episode.token}/{path}", {"x-api-key": "k"},
+                     json.dumps(request_body).encode())
+        )  # fmt: skip
+        assert raw.headers["anthropic-ratelimit-unified-status"] == "rejected"
+        assert raw.headers["retry-after"] == "1"

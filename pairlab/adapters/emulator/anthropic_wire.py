@@ -10,6 +10,7 @@ Errors: ``{"type": "error", "error": {"type", "message"}, "request_id"}``.
 
 from __future__ import annotations
 
+import time
 from typing import Any, Final
 
 from pairlab.adapters.emulator.reply import Refusal, Reply, json_reply
@@ -145,8 +146,25 @@ def invalid(message: str, param: str | None = None) -> Refusal:
 
 
 def fault_refusal(fault: Fault) -> Refusal | None:
-    """A 429 or an overload (a cut stream is applied while answering)."""
-    if fault.kind == "rate-limit-429":
+    """A 429 or an overload (a cut stream is applied while answering).
+
+    ``usage-limit-429`` is what a subscription whose window is used up gets: a 429
+    ``rate_limit_error`` whose unified rate-limit headers say ``rejected``, with the
+    window's reset (an hour ahead) and ``retry-after``."""
+    if fault.kind == "usage-limit-429":
+        reset = str(int(time.time()) + 3600)
+        headers = {
+            "retry-after": str(fault.retry_after_s),
+            "anthropic-ratelimit-unified-status": "rejected",
+            "anthropic-ratelimit-unified-representative-claim": "five_hour",
+            "anthropic-ratelimit-unified-reset": reset,
+            "anthropic-ratelimit-unified-5h-status": "rejected",
+            "anthropic-ratelimit-unified-5h-utilization": "1.00",
+            "anthropic-ratelimit-unified-5h-reset": reset,
+        }
+        text = "This request would exceed your account's usage limit (emulated fault)."
+        return Refusal(429, "rate_limit_error", text, headers)
+    if fault.kind in ("rate-limit-429", "rate-limit-held"):
         headers = {"retry-after": str(fault.retry_after_s), "x-should-retry": "true"}
         text = "This request would exceed your rate limit (emulated fault)."
         return Refusal(429, "rate_limit_error", text, headers)

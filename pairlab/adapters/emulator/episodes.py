@@ -20,6 +20,7 @@ from pathlib import Path
 from pairlab.core.emulator.prompt_cache import AnthropicPromptCache, OpenAIPromptCache
 from pairlab.core.emulator.quota_model import AccountPlan, AccountQuota
 from pairlab.core.emulator.request_ledger import (
+    HELD_FAULT_KINDS,
     EpisodeRegistration,
     EpisodeRow,
     Fault,
@@ -83,7 +84,15 @@ class Episode:
             return index, seq
 
     def fault_at(self, index: int) -> Fault | None:
-        return next((f for f in self.registration.faults if f.at_request == index), None)
+        """The fault planned for this model request: one at this index, else a held one
+        (``HELD_FAULT_KINDS``) that began at an earlier request."""
+        faults = self.registration.faults
+        exact = next((f for f in faults if f.at_request == index), None)
+        if exact is not None:
+            return exact
+        return next(
+            (f for f in faults if f.kind in HELD_FAULT_KINDS and f.at_request < index), None
+        )
 
 
 class LedgerWriter:

@@ -249,7 +249,10 @@ def invalid(message: str, param: str | None = None) -> Refusal:
 def fault_refusal(fault: Fault) -> Refusal | None:
     """A 429, or OpenAI's overload (503: OpenAI has no 529); a cut stream is applied later."""
     retry = {"retry-after": str(fault.retry_after_s)}
-    if fault.kind == "rate-limit-429":
+    if fault.kind == "usage-limit-429":
+        text = "The usage limit has been reached (emulated fault)."
+        return Refusal(429, "usage_limit_reached", text, retry, code="usage_limit_reached")
+    if fault.kind in ("rate-limit-429", "rate-limit-held"):
         text = (
             "Rate limit reached for requests (emulated fault). "
             f"Please try again in {fault.retry_after_s}s."

@@ -13,6 +13,7 @@ from pairlab.adapters.episode.session import CollectedEpisode
 from pairlab.adapters.quota.account import QuotaBracket
 from pairlab.core.findings.retrieval import DEFAULT_HOLDOUT_SHARE
 from pairlab.core.intervention_health import InterventionHealth
+from pairlab.core.provider_limit import PROVIDER_LIMIT
 from pairlab.core.records import (
     DeliveryEvidence,
     EpisodeIdentity,
@@ -101,13 +102,17 @@ def episode_record(
     include_transcript: bool,
     stratum: str | None = None,
     intervention: InterventionHealth | None = None,
+    limited: bool = False,
 ) -> EpisodeRecord:
     """The schema-v2 record of one episode from the parts its steps produced: the suite's
     exclusion rules applied, usage priced, quota consumption per window computed (null +
     reason unless usable); with the intervention's evidence (``collected.evidence``) its
     finding fields and the exact/fallback tool-call join. ``stratum`` None: the plan's.
     ``intervention``: the treated arm's intervention status
-    (``RunEnvironment.check_intervention``); a fault excludes the episode."""
+    (``RunEnvironment.check_intervention``); a fault excludes the episode.
+    ``limited``: a provider's limit ended the episode, excluded as ``provider-limit``
+    before any other rule (core/provider_limit.py): the limit, not the intervention or
+    the task, is why it ended."""
     _same_task(planned, entry)
     identity = EpisodeIdentity(
         run_id=run_id,
@@ -135,7 +140,9 @@ def episode_record(
     )
     grading = Grading(
         checks=collected.checks,
-        exclusion=exclusion_for(
+        exclusion=PROVIDER_LIMIT
+        if limited
+        else exclusion_for(
             started=outcome.exit_code is not None or outcome.timed_out,
             checks=collected.checks,
             rules=[r.when for r in suite.suite.exclusion_rules],

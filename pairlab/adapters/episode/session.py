@@ -27,6 +27,7 @@ from pairlab.adapters.backends.base import (
     PreparedEpisode,
     RunOutcome,
 )
+from pairlab.adapters.clients.base import json_lines
 from pairlab.adapters.episode.io import (
     EpisodeUsage,
     extract_final_answer,
@@ -40,6 +41,7 @@ from pairlab.core.errors import InvalidInputError, PairlabError, ReasonCode
 from pairlab.core.findings.evidence import EpisodeEvidence
 from pairlab.core.intervention_health import BASELINE as BASELINE_ARM
 from pairlab.core.intervention_health import InterventionHealth, judge_intervention
+from pairlab.core.provider_limit import ProviderLimit, provider_limit
 from pairlab.core.schemas.catalog import TaskEntry
 from pairlab.core.schemas.episode import GraderCheck
 from pairlab.core.schemas.profile import RunnerProfile
@@ -60,14 +62,35 @@ class RunEnvironment:
     account: AccountStamp | None = None  # the registered account it runs on (never its credential)
 
     def register(
-        self, *, episode_id: str, task_id: str, arm: str, repetition: int, seed: int
+        self,
+        *,
+        episode_id: str,
+        task_id: str,
+        arm: str,
+        repetition: int,
+        seed: int,
+        replanned: bool = False,
     ) -> EpisodeEndpoint | None:
-        """The episode's own base URL on the emulator (None: no emulator)."""
+        """The episode's own base URL on the emulator (None: no emulator). ``replanned``:
+        its pair runs again after a provider limit (held faults no longer apply)."""
         if self.provider is None:
             return None
         return self.provider.register(
-            episode_id=episode_id, task_id=task_id, arm=arm, repetition=repetition, seed=seed
+            episode_id=episode_id,
+            task_id=task_id,
+            arm=arm,
+            repetition=repetition,
+            seed=seed,
+            replanned=replanned,
         )
+
+    def provider_limit(
+        self, registered: EpisodeEndpoint | None, stdout: str
+    ) -> ProviderLimit | None:
+        """The provider limit that ended the episode (core/provider_limit.py): read from the
+        CLI's own output, else from the emulator's ledger when the run has one."""
+        rows = registered.handle.rows() if registered is not None else None
+        return provider_limit(self.profile.client, json_lines(stdout), rows)
 
     def check_episode(
         self,

@@ -44,7 +44,7 @@ from pairlab.adapters.emulator.server import (
     EpisodeHandle,
 )
 from pairlab.adapters.paths import catalog_dir
-from pairlab.core.emulator.request_ledger import ground_truth
+from pairlab.core.emulator.request_ledger import HELD_FAULT_KINDS, ground_truth
 from pairlab.core.emulator.run_settings import EmulatorSettings
 from pairlab.core.errors import EnvironmentUnavailable, InvalidInputError, ReasonCode
 from pairlab.core.schemas.profile import RunnerProfile
@@ -176,11 +176,25 @@ class RunEndpoint:
         return self.emulator.url
 
     def register(
-        self, *, episode_id: str, task_id: str, arm: str, repetition: int, seed: int
+        self,
+        *,
+        episode_id: str,
+        task_id: str,
+        arm: str,
+        repetition: int,
+        seed: int,
+        replanned: bool = False,
     ) -> EpisodeEndpoint:
         """Register one episode under a fresh token (an interrupted attempt's ledger is
-        never appended to)."""
-        faults = [r.fault for r in self.settings.faults if r.selects(task_id, arm, repetition)]
+        never appended to). A held fault (``HELD_FAULT_KINDS``: a limit that lasts) stands
+        for a limit in force when the pair first ran; a pair a resume planned again after
+        it (``replanned``) runs once the limit has lifted, so it does not get it again."""
+        faults = [
+            r.fault
+            for r in self.settings.faults
+            if r.selects(task_id, arm, repetition)
+            and not (replanned and r.fault.kind in HELD_FAULT_KINDS)
+        ]
         registration = EpisodeRegistration(
             task_id=task_id,
             arm=arm,

@@ -39,7 +39,19 @@ from pairlab.core.schemas.base import StrictModel
 from pairlab.core.schemas.usage import UsageVector
 
 _Row = TypeVar("_Row", "EpisodeRow", "RequestRow")
-FaultKind = Literal["rate-limit-429", "overloaded-529", "cut-stream"]
+FaultKind = Literal[
+    "rate-limit-429", "overloaded-529", "cut-stream", "rate-limit-held", "usage-limit-429"
+]
+FAULT_KINDS: tuple[str, ...] = (
+    "rate-limit-429",
+    "overloaded-529",
+    "cut-stream",
+    "rate-limit-held",
+    "usage-limit-429",
+)
+# kinds that hold from their request on: every later model request of the episode is
+# refused the same way (a limit that does not lift while the CLI retries)
+HELD_FAULT_KINDS: frozenset[str] = frozenset({"rate-limit-held", "usage-limit-429"})
 
 
 class Fault(StrictModel):
@@ -51,7 +63,15 @@ class Fault(StrictModel):
     turn without streaming; OpenAI after the first delta). ``drop`` resets the
     connection (a network failure; default point: right after the response headers,
     before any event -- what a client reads of bytes sent just before a reset is not
-    knowable, so by default none are). Both CLIs then reconnect and stream again."""
+    knowable, so by default none are). Both CLIs then reconnect and stream again.
+
+    ``rate-limit-429`` refuses that one request (the CLI's retry succeeds). The *held*
+    kinds refuse it and every later model request of the episode, as a provider does
+    while a limit lasts: ``rate-limit-held`` with the same rate-limit answer,
+    ``usage-limit-429`` with the provider's usage-limit answer (Anthropic: 429
+    ``rate_limit_error`` with the unified rate-limit headers saying ``rejected``; OpenAI:
+    429 ``usage_limit_reached``). The CLI's own retries then fail too and the episode
+    ends in bounded time with the CLI's limit message (``provider-limit``)."""
 
     at_request: int = Field(ge=0)
     kind: FaultKind
@@ -215,6 +235,8 @@ def read_ledger(path: Path) -> tuple[EpisodeRow, list[RequestRow]]:
 
 
 __all__ = [
+    "FAULT_KINDS",
+    "HELD_FAULT_KINDS",
     "EpisodeRegistration",
     "EpisodeRow",
     "Fault",

@@ -9,7 +9,7 @@ from typing import Any
 from pydantic import Field
 
 from pairlab.core.emulator.quota_model import AccountPlan
-from pairlab.core.emulator.request_ledger import Fault
+from pairlab.core.emulator.request_ledger import FAULT_KINDS, Fault
 from pairlab.core.errors import InvalidInputError, ReasonCode
 from pairlab.core.schemas.base import StrictModel
 from pairlab.core.stats.seeds import derive_seed
@@ -81,15 +81,14 @@ def parse_fault_rule(text: str) -> FaultRule:
     task, arm, rep = [*(p if p not in ("", "*") else None for p in parts), None, None, None][:3]
     if not sep or not index.isdigit() or len(parts) > 3 or (rep is not None and not rep.isdigit()):
         raise InvalidInputError(
-            f"fault '{text}' must be {FAULT_SYNTAX} (kinds: rate-limit-429, overloaded-529, "
-            "cut-stream)",
+            f"fault '{text}' must be {FAULT_SYNTAX} (kinds: {', '.join(FAULT_KINDS)})",
             reason=ReasonCode.INVALID_INPUT,
         )
     try:
         fault = Fault.model_validate({"kind": kind, "at_request": int(index)})
     except ValueError as exc:
         raise InvalidInputError(
-            f"fault '{text}': unknown kind '{kind}' (rate-limit-429, overloaded-529, cut-stream)",
+            f"fault '{text}': unknown kind '{kind}' ({', '.join(FAULT_KINDS)})",
             reason=ReasonCode.INVALID_INPUT,
         ) from exc
     return FaultRule(

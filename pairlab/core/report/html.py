@@ -29,6 +29,7 @@ from typing import Any, Final
 from pairlab.core.analysis.metrics import KEY_COLUMNS
 from pairlab.core.analysis.table import rule_text
 from pairlab.core.budget import budget_fact
+from pairlab.core.provider_limit import provider_limit_fact
 from pairlab.core.report.headline import LABELS, QUESTIONS
 from pairlab.core.report.html_charts import forest_section, more_section, quota_section
 from pairlab.core.report.markdown import CLAIM_NOTE, render_cohort_markdown
@@ -344,6 +345,7 @@ def render_report_html(report: Mapping[str, Any]) -> str:
         + intervention_health_fact(meta.get("intervention_health"))
         + account_fact(meta.get("account"))
         + budget_fact(meta.get("budget"))
+        + provider_limit_fact(meta.get("provider_limited"))
     )
     parts = [
         '<!DOCTYPE html><html lang="en"><head><meta charset="utf-8">',

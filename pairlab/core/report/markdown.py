@@ -17,6 +17,7 @@ from typing import Any, Final
 from pairlab.core.analysis.metrics import KEY_COLUMNS, METRICS
 from pairlab.core.analysis.table import rule_text
 from pairlab.core.budget import budget_fact
+from pairlab.core.provider_limit import provider_limit_fact
 from pairlab.core.report.headline import COST_METRIC, QUESTIONS, build_headline, token_metric
 from pairlab.core.report.words import (
     account_fact,
@@ -264,6 +265,7 @@ def render_report_markdown(
         + intervention_health_fact(meta.get("intervention_health"))
         + account_fact(meta.get("account"))
         + budget_fact(meta.get("budget"))
+        + provider_limit_fact(meta.get("provider_limited"))
     )
     lines.append("")
     lines += render_headline_markdown(headline)

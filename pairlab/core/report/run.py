@@ -29,6 +29,7 @@ from pairlab.core.budget import BudgetStatus
 from pairlab.core.findings.claim2 import render_retrieval_markdown, retrieval_evidence
 from pairlab.core.findings.warm_stratum import render_warm_markdown, warm_effects
 from pairlab.core.intervention_health import count_intervention_health
+from pairlab.core.provider_limit import PROVIDER_LIMIT
 from pairlab.core.quota.intervals import QuotaIntervalRecord
 from pairlab.core.report.headline import build_headline
 from pairlab.core.report.html import render_report_html
@@ -167,7 +168,13 @@ def run_meta(
             else {"account": settings.account.model_dump(mode="json")}
         ),
         **({} if settings.budget is None else {"budget": settings.budget.model_dump(mode="json")}),
+        **({"provider_limited": limited} if (limited := _provider_limited(records)) else {}),
     }
+
+
+def _provider_limited(records: Sequence[EpisodeRecord]) -> int:
+    """Episodes a provider's limit ended (core/provider_limit.py); 0 keeps ``meta`` as it was."""
+    return sum(1 for r in records if r.excluded_reason == PROVIDER_LIMIT)
 
 
 @dataclass(frozen=True)
