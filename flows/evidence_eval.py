@@ -140,7 +140,10 @@ def submit_unit(
     """Start one unit: a work-pool flow run (flows/evidence/dispatch.py), a block of quota
     intervals (flows/evidence/quota_block.py), or a pair in this flow."""
     if ctx.params.dispatch.mode == "work-pool":
-        return dispatch_pair.submit(unit, params=ctx.params, run_dir=ctx.run_dir)
+        replanned = unit[0].pair_id in ctx.replanned
+        return dispatch_pair.submit(
+            unit, params=ctx.params, run_dir=ctx.run_dir, replanned=replanned
+        )
     if schedule.quota_intervals is not None:
         return run_quota_block.submit(quoted(unit), quoted(ctx), quoted(done))
     return run_pair.submit(quoted(unit), quoted(ctx), quoted(done))

@@ -40,6 +40,7 @@ from pydantic import BaseModel, ConfigDict
 from flows.params import EvidenceEvalParams
 from pairlab.adapters.run.directory import RunDir
 from pairlab.core.errors import ExecutionError, ReasonCode
+from pairlab.core.provider_limit import PROVIDER_LIMIT
 from pairlab.core.schedule import PlannedEpisode
 from pairlab.core.schemas.episode import EpisodeRecord
 
@@ -72,6 +73,8 @@ class RunPairRequest(BaseModel):
     run_id: str
     pair: list[PlannedEpisode]
     params: EvidenceEvalParams
+    # the pair runs again after a provider limit (core/provider_limit.py): held faults lifted
+    replanned: bool = False
 
 
 def zombie_automation(within_s: int) -> dict[str, Any]:
@@ -133,6 +136,8 @@ def read_pair_records(run_dir: RunDir, pair: list[PlannedEpisode]) -> list[Episo
         record = run_dir.load_record(planned.episode_id)
         if record is not None:
             records.append(record)
+            if record.excluded_reason == PROVIDER_LIMIT:  # the rest of the pair was not run
+                break
         else:
             missing.append(planned.episode_id)
     if missing:
@@ -156,7 +161,11 @@ def _eval_flow_run_id() -> str:
 
 @task(name="dispatch-pair", cache_policy=NO_CACHE, persist_result=False)
 def dispatch_pair(
-    pair: list[PlannedEpisode], *, params: EvidenceEvalParams, run_dir: RunDir
+    pair: list[PlannedEpisode],
+    *,
+    params: EvidenceEvalParams,
+    run_dir: RunDir,
+    replanned: bool = False,
 ) -> list[EpisodeRecord]:
     """Run one pair as a flow run of the run-pair deployment; return its records."""
     from prefect.deployments import run_deployment
@@ -169,6 +178,7 @@ def dispatch_pair(
         run_id=run_dir.run_id,
         pair=pair,
         params=params.model_copy(update={"work_dir": str(work_root), "run_id": run_dir.run_id}),
+        replanned=replanned,
     )
     first = pair[0]
     eval_run = _eval_flow_run_id()

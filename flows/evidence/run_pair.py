@@ -54,7 +54,10 @@ def run_pair_flow(request: RunPairRequest) -> list[str]:
         account=params.account,
     )
     try:
-        ctx = EpisodeContext(params, suite, env, run_dir, sim_account_dir(work_dir, profile))
+        replanned = frozenset({request.pair[0].pair_id} if request.replanned else ())
+        ctx = EpisodeContext(
+            params, suite, env, run_dir, sim_account_dir(work_dir, profile), replanned=replanned
+        )
         records = run_pair(request.pair, ctx, done)
     finally:
         env.close()
