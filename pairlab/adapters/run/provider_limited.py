@@ -4,8 +4,9 @@ resume plans again set aside (the rule: :mod:`pairlab.core.provider_limit`).
 ``<episode dir>/provider-limit.json`` says which limit ended the episode (kind, the CLI's
 message, where it was read). On a resume, every episode directory of a pair with a
 ``provider-limit`` record is moved to ``<run>/provider-limited/<episode dir>.<n>/`` (n =
-the attempt it was: 1, 2, ...): kept whole, out of ``episodes/``, so the pair runs again
-from nothing and each episode id ends with one record.
+the attempt it was: 1, 2, ...): kept whole (and published with the run), out of
+``episodes/`` (never analysed), so the pair runs again from nothing and each episode id
+ends with one record.
 """
 
 from __future__ import annotations
