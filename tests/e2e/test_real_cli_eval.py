@@ -290,7 +290,8 @@ def test_a_usage_limit_mid_eval_is_provider_limit_and_its_pair_runs_again_on_res
     assert (baseline_id in records) is (order[baseline_id] < order[limited_id])
     report = (run / "report.md").read_text()
     assert "1 EPISODE ENDED BY A PROVIDER LIMIT" in report and "1 excluded" in report
-    assert json.loads((run / "report.json").read_text())["meta"]["provider_limited"] == 1
+    meta = json.loads((run / "report.json").read_text())["meta"]
+    assert meta["provider_limited"] == 1 and meta["excluded_by_reason"] == {"provider-limit": 1}
 
     # resume: the pair is planned again whole, the held limit has lifted
     work, run_id = run_eval(tmp_path, "claude", "local", **dict(settings))
