@@ -56,6 +56,14 @@ def register(app: typer.Typer) -> None:
                 for check in result.checks:
                     mark = "ok  " if check.passed else "FAIL"
                     typer.echo(f"  {mark} {check.name}: {check.detail}")
+                if result.intervention is not None:
+                    ident = result.intervention
+                    typer.echo(
+                        f"  intervention {ident['id']} {ident['version']} "
+                        f"(manifest {ident['manifestSha256'][:12]})"
+                    )
+                for listed in result.listed_tools or []:
+                    typer.echo(f"  tools listed in {listed.line()}")
                 if result.matrix is not None:
                     typer.echo("  what each episode saw (x = seen):")
                     for line in result.matrix.render():

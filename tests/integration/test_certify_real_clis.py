@@ -4,7 +4,10 @@ Both profiles pass: the baseline saw none of the planted user and project config
 MCP server; each treated arm saw exactly the reference intervention. Then one test per
 isolation flag: a profile without it fails certification, naming what leaked. Two flags
 are redundant under the others here (certify says so): their tests remove the flag that
-covers them too and show what each one then keeps out on its own.
+covers them too and show what each one then keeps out on its own. A third-party
+intervention (``mcp-server-git``) certifies with both CLIs, its listed tools and their
+token cost recorded; planted in the user's own config, it fails certify once the
+isolation that keeps it out is removed.
 """
 
 from __future__ import annotations
@@ -19,8 +22,10 @@ import pytest
 import yaml
 
 from pairlab.adapters.clients.registry import resolve_cli
+from pairlab.adapters.interventions import load_intervention
+from pairlab.core.accounting.tokenizer import load_token_counter
 from tests.integration.realcli_harness import require_cli
-from tests.support import PROFILES_DIR
+from tests.support import PROFILES_DIR, REPO_ROOT
 
 pytestmark = [pytest.mark.realcli, pytest.mark.timeout(600)]
 
@@ -64,14 +69,17 @@ def without_flag(*flags: list[str], allow: tuple[str, ...] = ()) -> Edit:
             declared = data["baseline_isolation"]["flags"]
             data["baseline_isolation"]["flags"] = [f for f in declared if f["args"] != flag]
         if not data["arm_args"]["baseline"]:  # a profile needs baseline arm args: move the
-            first = data["args"].pop(0)  # first common arg there (the same command line)
-            data["arm_args"] = {arm: [first, *args] for arm, args in data["arm_args"].items()}
+            first = data["args"].pop(0)  # first common arg to the end of every arm's (the
+            # same command line; a treated arm's generated wiring stays whole before it)
+            data["arm_args"] = {arm: [*args, first] for arm, args in data["arm_args"].items()}
         data["env_allowlist"] = [*data["env_allowlist"], *allow]
 
     return edit
 
 
-def certify_edited(tmp_path: Path, name: str, edit: Edit) -> tuple[int, dict[str, Any]]:
+def certify_edited(
+    tmp_path: Path, name: str, edit: Edit, *extra: str
+) -> tuple[int, dict[str, Any]]:
     require_cli(name)  # type: ignore[arg-type]
     target = tmp_path / "profiles"
     shutil.copytree(PROFILES_DIR, target)
@@ -79,7 +87,7 @@ def certify_edited(tmp_path: Path, name: str, edit: Edit) -> tuple[int, dict[str
     data = yaml.safe_load(path.read_text())
     edit(data)
     path.write_text(yaml.safe_dump(data, sort_keys=False))
-    return certify_cli("--profiles-dir", str(target), "--profile", name)
+    return certify_cli("--profiles-dir", str(target), "--profile", name, *extra)
 
 
 def baseline_leaks(entry: dict[str, Any]) -> set[str]:
@@ -261,3 +269,76 @@ def test_the_real_cli_profile_passes_on_docker(name: str) -> None:
     # a container never sees the host HOME: the control shows the project items only
     control = seen_in(entry, "no isolation (control)")
     assert control and all(item.startswith("project-") for item in control)
+
+
+GIT = "mcp-server-git"
+GIT_TOOLS = REPO_ROOT / "docs/research/third-party-mcp/tooldefs/mcp-server-git.tools.json"
+OWN = "user-intervention-server"  # the certified server, planted under its name by the user
+
+
+@pytest.mark.parametrize("name", ["claude", "codex"])
+def test_a_third_party_intervention_certifies_with_the_tools_the_cli_listed(name: str) -> None:
+    """``--intervention mcp-server-git``: the baseline sees no server, the optimizer arm
+    (its only arm) exactly this one, in every request; the report records the tools the
+    CLI listed and what they cost per request -- both CLIs defer MCP tools behind a tool
+    search, so a request carries their names (Claude) or the server's name (Codex), not
+    their definitions. The same server planted in the user's config stays out of every
+    arm and loads without isolation."""
+    require_cli(name)  # type: ignore[arg-type]
+    code, report = certify_cli("--profile", name, "--intervention", GIT)
+    entry = entry_of(report)
+    assert code == 0 and entry["status"] == "passed", json.dumps(entry["checks"], indent=1)
+    assert entry["intervention"] == load_intervention(GIT).identity.to_json()
+    checks = checks_of(entry)
+    assert checks["install"]["passed"] and GIT in checks["install"]["detail"]
+    assert [c for c in checks if c.startswith("isolation-")] == [
+        "isolation-baseline",
+        "isolation-optimizer",
+    ]  # retrieval and full are unsupported
+    assert "no call required" in checks["isolation-optimizer"]["detail"]
+    assert seen_in(entry, "baseline") == set()
+    assert seen_in(entry, "optimizer") == {f"intervention:{GIT}"}
+    (listed,) = entry["listed_tools"]
+    costs, counter = listed["definition_tokens"], load_token_counter()
+    assert (listed["arm"], listed["server"], listed["deferred"]) == ("optimizer", GIT, True)
+    assert len(costs) == listed["requests"] > 0 and len(set(costs)) == 1
+    if name == "claude":  # the names of the server's 12 real tools, one per line
+        real = {f"mcp__{GIT}__{t['name']}" for t in json.loads(GIT_TOOLS.read_text())}
+        assert set(listed["tools"]) == real and len(real) == 12
+        assert costs[0] == counter.count("\n".join(listed["tools"]))
+    else:  # Codex names the server on a line of its tool_search description
+        assert listed["tools"] == [] and costs[0] == counter.count(f"- {GIT}")
+    assert OWN not in seen_in(entry, "baseline") | seen_in(entry, "optimizer")
+    assert OWN in seen_in(entry, "no isolation (control)")
+
+
+@pytest.mark.parametrize(
+    ("name", "flags", "allow", "path"),
+    [
+        (  # --setting-sources "" alone keeps it out, too (measured): both must go
+            "claude",
+            [
+                ["--setting-sources", ""],
+                ["--strict-mcp-config", "--mcp-config", '{"mcpServers":{}}'],
+            ],
+            ("HOME", "CLAUDE_CONFIG_DIR"),
+            ".claude/.claude.json",
+        ),
+        ("codex", [["--ignore-user-config"]], ("CODEX_HOME",), ".codex/config.toml"),
+    ],
+)
+def test_the_intervention_planted_in_the_users_config_leaks_once_isolation_is_removed(
+    tmp_path: Path, name: str, flags: list[list[str]], allow: tuple[str, ...], path: str
+) -> None:
+    """The user has the certified server in their own config: with the host HOME and
+    without the flags that keep it out, the baseline loads it and certify fails (exit 1),
+    naming the item; in the treated arm the arm's own wiring still wins over it."""
+    edit = without_flag(*flags, allow=allow)
+    code, report = certify_edited(tmp_path, name, edit, "--intervention", GIT)
+    entry = entry_of(report)
+    assert code == 1 and entry["status"] == "failed"
+    assert OWN in baseline_leaks(entry)
+    detail = checks_of(entry)["isolation-baseline"]["detail"]
+    assert f"{OWN} ({path})" in detail and f"the baseline was offered {GIT}" in detail
+    optimizer = checks_of(entry)["isolation-optimizer"]["detail"]
+    assert "episode failed" not in optimizer and OWN not in seen_in(entry, "optimizer")

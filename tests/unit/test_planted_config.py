@@ -111,3 +111,63 @@ def test_offered_mcp_servers_are_read_from_both_request_shapes() -> None:
         REAL_CLIS["codex"].offered_servers({"tools": [{"type": "function", "name": "mcp__x"}]})
         == set()
     )
+
+
+@pytest.mark.parametrize(
+    ("client", "path"), [("claude", ".claude/.claude.json"), ("codex", ".codex/config.toml")]
+)
+def test_the_intervention_is_planted_under_its_own_name_in_the_user_config(
+    client: str, path: str, tmp_path: Path
+) -> None:
+    items = plant(client, tmp_path / "home", tmp_path / "ws", "mcp-server-git")
+    (own,) = [i for i in items if "intervention" in i.slug]
+    assert (own.slug, own.scope, own.path, own.evidence) == (
+        "user-intervention-server",
+        "user",
+        path,
+        ("marker",),
+    )
+    text = (tmp_path / "home" / path).read_text()
+    assert "mcp-server-git" in text and own.slug in text  # the planted script, its marker slug
+    assert "mcp-server-git" not in "".join(
+        p.read_text() for p in (tmp_path / "ws").rglob("*.*") if p.suffix in (".json", ".toml")
+    )
+    assert not [
+        i for i in plant(client, tmp_path / "h2", tmp_path / "w2") if "intervention" in i.slug
+    ]
+
+
+DEFERRED = (
+    "\nThe following deferred tools are now available via ToolSearch. Their schemas are NOT "
+    'loaded. Use ToolSearch with query "select:<name>" to load tool schemas before calling '
+    "them:\nCronCreate\nmcp__mcp-server-git__git_add\nmcp__mcp-server-git__git_status\n"
+    "mcp__other__x\n"
+)
+
+
+def test_what_a_request_carried_of_the_server_and_its_token_cost() -> None:
+    from pairlab.adapters.certify.live import definition_tokens
+    from pairlab.core.accounting.tokenizer import load_token_counter
+
+    counter = load_token_counter()
+    status = {"name": "mcp__mcp-server-git__git_status", "description": "Shows the status"}
+    claude = {
+        "tools": [{"name": "Read"}, status],
+        "messages": [{"role": "user", "content": [{"type": "text", "text": DEFERRED}]}],
+    }
+    listing = REAL_CLIS["claude"].server_listing(claude, "mcp-server-git")
+    assert listing.tools == ("mcp__mcp-server-git__git_add", "mcp__mcp-server-git__git_status")
+    assert listing.definitions == (status,)  # the loaded one, as carried
+    assert listing.texts == ("mcp__mcp-server-git__git_add",)  # the deferred one: its name
+    assert definition_tokens(listing, counter) == counter.count(
+        json.dumps([status], separators=(",", ":"))
+    ) + counter.count("mcp__mcp-server-git__git_add")
+    assert REAL_CLIS["claude"].offered_servers(claude) == {"mcp-server-git", "other"}
+    search = "sources:\n- mcp-server-git\n- mcp_other: x\nSome tools"
+    namespace = {"type": "namespace", "name": "mcp__mcp_server_git", "tools": [{"name": "git_log"}]}
+    codex = {"tools": [{"type": "tool_search", "description": search}, namespace]}
+    listing = REAL_CLIS["codex"].server_listing(codex, "mcp-server-git")
+    assert listing.tools == ("mcp__mcp_server_git/git_log",)
+    assert (listing.definitions, listing.texts) == ((namespace,), ("- mcp-server-git",))
+    empty = REAL_CLIS["codex"].server_listing({"tools": []}, "mcp-server-git")
+    assert not empty.listed and definition_tokens(empty, counter) == 0

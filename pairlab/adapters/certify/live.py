@@ -13,7 +13,14 @@ The real binary runs here, against the provider emulator, on the chosen backend:
    every request body. Evidence: the planted markers in the collected state dir, the
    planted text and the MCP servers offered in the request log, the intervention's
    own trace. The baseline must show none of it and no MCP server at all; each treated
-   arm exactly the reference intervention -- offered, started, and answering a call.
+   arm exactly the certified intervention's server (``--intervention``, default the
+   reference; its manifest's ``mcp_name``), listed in every request with the same tools
+   -- and the reference server answering a call (a third-party server need not: the
+   scripted model calls it only by a usage recipe). The intervention's own server is
+   also planted under its name in the user's config (:mod:`planted_config`): it must
+   stay out of every arm. A pypi intervention is installed first, as an episode would.
+   Per treated arm the report records the tools the CLI listed and their cl100k cost
+   per request (:func:`definition_tokens`).
 4. **Which flag does the work**: the baseline once more without each isolation flag
    the profile declares; what appears then is what that flag alone keeps out (a flag
    whose removal leaks nothing here is reported as redundant -- not a failure).
@@ -25,8 +32,10 @@ Deterministic configuration checks are never evidence about the intervention
 
 from __future__ import annotations
 
+import json
 import os
 import tempfile
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -47,12 +56,17 @@ from pairlab.adapters.certify.report import (
     BackendFactory,
     CertifyCheck,
     IsolationMatrix,
+    ListedTools,
     MatrixRow,
     ProfileCertification,
 )
 from pairlab.adapters.certify.sim_probe import host_env_for
+from pairlab.adapters.clients.base import ServerListing
 from pairlab.adapters.clients.registry import REAL_CLIS, resolve_cli
+from pairlab.adapters.intervention_install import install_for_backend
+from pairlab.adapters.interventions import LoadedIntervention
 from pairlab.adapters.run.provider import open_run_endpoint
+from pairlab.core.accounting.tokenizer import TokenCounter, load_token_counter
 from pairlab.core.emulator.run_settings import EmulatorSettings
 from pairlab.core.errors import PairlabError
 from pairlab.core.schemas.intervention_manifest import DEFAULT_INTERVENTION
@@ -119,8 +133,86 @@ def _version_check(probe: LiveProbe) -> tuple[CertifyCheck, str | None]:
     return CertifyCheck(name="version", passed=passed, detail=detail), version
 
 
-def _judge_arm(seen: Observation, arm: str, items: list[PlantedItem]) -> CertifyCheck:
+@dataclass(frozen=True)
+class Target:
+    """The certified intervention as the probe judges it: its MCP server's name (the
+    manifest's ``mcp_name``) and whether it is the reference server, which traces its
+    calls and must answer one (a third-party server need not: the scripted model calls
+    it only by a usage recipe, issue 26 item 4)."""
+
+    server: str
+    traced: bool
+    identity: dict[str, str] | None = None
+
+    def offered(self, seen: Observation) -> bool:
+        return normal_server(self.server) in {normal_server(s) for s in seen.servers} or any(
+            listing.listed for listing in seen.listings
+        )
+
+
+def _target(intervention: LoadedIntervention | None) -> Target:
+    if intervention is None:
+        return Target(SERVER_NAME, traced=True)
+    manifest = intervention.manifest
+    return Target(
+        manifest.mcp_name,
+        traced=manifest.id == DEFAULT_INTERVENTION,
+        identity=intervention.identity.to_json(),
+    )
+
+
+def definition_tokens(listing: ServerListing, counter: TokenCounter) -> int:
+    """The cl100k cost of what one request carried of the server's tools, where the CLI
+    put it in the request body (the emulator keeps every body):
+
+    * the tool definition objects the request carried, exactly as carried (Claude: each
+      ``mcp__<server>__<tool>`` entry of ``tools`` -- name, description, input_schema and
+      whatever else the CLI put there; Codex: the server's ``namespace`` entry with its
+      tools), serialized as one compact JSON array (``separators=(",", ":")``, non-ASCII
+      kept), as the research counted definitions (docs/research/third-party-mcp);
+    * plus the lines that name the server's tools or the server without defining them,
+      joined by newlines: both CLIs defer MCP tools behind a tool search -- Claude Code
+      names each deferred tool on a line of a ``<system-reminder>``, Codex names the
+      server on a line of its ``tool_search`` description -- and until a search loads a
+      tool, that line is all the request carries of it.
+
+    Nothing else is counted: not the server's instructions, not the search tool's own
+    definition, not tool calls or results (a search's loaded definitions arrive as a
+    tool result). 0 when the request carried nothing of the server."""
+    total = 0
+    if listing.definitions:
+        total += counter.count(
+            json.dumps(list(listing.definitions), separators=(",", ":"), ensure_ascii=False)
+        )
+    if listing.texts:
+        total += counter.count("\n".join(listing.texts))
+    return total
+
+
+def _listed_tools(
+    arm: str, seen: Observation, target: Target, counter: TokenCounter
+) -> ListedTools:
+    names = list(dict.fromkeys(n for listing in seen.listings for n in listing.tools))
+    return ListedTools(
+        arm=arm,
+        server=target.server,
+        tools=names,
+        requests=seen.requests,
+        definition_tokens=[definition_tokens(listing, counter) for listing in seen.listings],
+        deferred=any(listing.texts for listing in seen.listings),
+        encoding=counter.encoding_name,
+    )
+
+
+def _judge_arm(
+    seen: Observation, arm: str, items: list[PlantedItem], target: Target
+) -> CertifyCheck:
+    """The baseline: nothing planted, no MCP server. A treated arm: nothing planted (the
+    intervention's server planted under its own name included: the arm's wiring must
+    win), no other MCP server, and the certified server listed in every request with
+    the same tools in each (the reference server must also answer a call)."""
     name = f"isolation-{arm}"
+    server = target.server
     if seen.error is not None:
         return CertifyCheck(
             name=name, passed=False, detail=f"the {arm} episode failed: {seen.error}"
@@ -130,24 +222,41 @@ def _judge_arm(seen: Observation, arm: str, items: list[PlantedItem]) -> Certify
     if leaked:
         where = {i.slug: i.path for i in items}
         problems.append("leaked " + ", ".join(f"{s} ({where[s]})" for s in leaked))
-    others = sorted(s for s in seen.servers if normal_server(s) != normal_server(SERVER_NAME))
+    others = sorted(s for s in seen.servers if normal_server(s) != normal_server(server))
     if others and not leaked:
         problems.append("unexpected MCP servers " + ", ".join(others))
     if arm == BASELINE_ARM:
-        if (
-            any(normal_server(s) == normal_server(SERVER_NAME) for s in seen.servers)
-            or seen.intervention_calls
-        ):
-            problems.append(f"the baseline was offered {SERVER_NAME}")
+        if target.offered(seen) or seen.intervention_calls:
+            problems.append(f"the baseline was offered {server}")
         what = f"nothing planted and no MCP server in {seen.requests} requests"
     else:
-        if not any(normal_server(s) == normal_server(SERVER_NAME) for s in seen.servers):
-            problems.append(f"the intervention ({SERVER_NAME}) was never offered to the model")
-        if seen.intervention_calls == 0:
-            problems.append(f"the intervention ({SERVER_NAME}) answered no tool call")
+        listed = [listing for listing in seen.listings if listing.listed]
+        toolsets = {frozenset(listing.tools) for listing in seen.listings if listing.tools}
+        if not target.offered(seen):
+            problems.append(f"the intervention ({server}) was never offered to the model")
+        elif len(listed) < seen.requests:
+            problems.append(
+                f"the intervention ({server}) was listed in {len(listed)} of {seen.requests} "
+                "requests"
+            )
+        if len(toolsets) > 1:
+            problems.append(f"the requests listed {len(toolsets)} different tool sets of {server}")
+        if target.traced and seen.intervention_calls == 0:
+            problems.append(f"the intervention ({server}) answered no tool call")
+        tools = max((len(t) for t in toolsets), default=0)
+        shown = f"{tools} tools" if tools else "its tools deferred behind tool_search"
+        if tools and any(listing.texts for listing in seen.listings):
+            shown += ", deferred behind the tool search"
+        if target.traced:
+            calls = f"{seen.intervention_calls} calls answered"
+        else:
+            calls = (
+                "no call required (the scripted model calls a third-party server only by "
+                "a usage recipe)"
+            )
         what = (
-            f"exactly the intervention: {SERVER_NAME} offered, {seen.intervention_calls} "
-            f"calls answered; nothing planted in {seen.requests} requests"
+            f"exactly the intervention: {server} listed in all {seen.requests} requests "
+            f"({shown}), {calls}; nothing planted, no other MCP server"
         )
     if problems:
         return CertifyCheck(
@@ -176,7 +285,9 @@ def _ablation_check(flag: IsolationFlag, seen: Observation, baseline: Observatio
     )
 
 
-def _matrix(items: list[PlantedItem], observations: list[Observation]) -> IsolationMatrix:
+def _matrix(
+    items: list[PlantedItem], observations: list[Observation], target: Target
+) -> IsolationMatrix:
     rows = [
         MatrixRow(
             item=item.slug,
@@ -189,13 +300,12 @@ def _matrix(items: list[PlantedItem], observations: list[Observation]) -> Isolat
     ]
     rows.append(
         MatrixRow(
-            item=f"intervention:{SERVER_NAME}",
+            item=f"intervention:{target.server}",
             scope="arm",
             path="--mcp-config / -c mcp_servers",
-            what="the reference intervention, offered and answering",
+            what="the intervention, offered" + (" and answering" if target.traced else ""),
             seen={
-                o.column: any(normal_server(s) == normal_server(SERVER_NAME) for s in o.servers)
-                and o.intervention_calls > 0
+                o.column: target.offered(o) and (o.intervention_calls > 0 or not target.traced)
                 for o in observations
             },
         )
@@ -210,24 +320,17 @@ def certify_live(
     factory: BackendFactory,
     checks: list[CertifyCheck],
     host_home: Path | None = None,
+    intervention: LoadedIntervention | None = None,
 ) -> ProfileCertification:
-    """Certify a real CLI's profile on ``backend_name`` (``factory`` is unused: the
-    run endpoint builds the backend, with the run network on Docker)."""
+    """Certify a real CLI's profile, wired with ``intervention`` (default: the reference),
+    on ``backend_name`` (``factory`` is unused: the run endpoint builds the backend, with
+    the run network on Docker)."""
     del factory
     version: str | None = None
     matrix: IsolationMatrix | None = None
     lifecycle: dict[str, Any] | None = None
-    wired = profile.intervention
-    if wired is not None and wired.id != DEFAULT_INTERVENTION:
-        # the probe judges the reference server (its name, its trace of answered calls)
-        checks.append(
-            CertifyCheck(
-                name="intervention",
-                passed=False,
-                detail=f"live certification of the intervention '{wired.id}' is not "
-                "implemented yet (issue 26, item 3): only 'reference' is certified live",
-            )
-        )
+    listed: list[ListedTools] | None = None
+    target = _target(intervention)
     try:
         cli_check, version = _cli_check(profile, backend_name)
         checks.append(cli_check)
@@ -235,14 +338,16 @@ def certify_live(
         checks.append(
             CertifyCheck(name="cli", passed=False, detail=f"[{exc.reason}] {exc.message}")
         )
+    if intervention is not None and intervention.manifest.install.pypi is not None:
+        profile = _installed(profile, intervention, backend_name, checks)
     if all(c.passed for c in checks):
         with tempfile.TemporaryDirectory(prefix="pairlab-certify-") as tmp:
             scratch = Path(tmp)
             home = host_home or scratch / "host-home"
             home.mkdir(parents=True, exist_ok=True)
             try:
-                matrix, version, lifecycle = _probe_all(
-                    name, profile, backend_name, scratch, home, checks, version
+                matrix, version, lifecycle, listed = _probe_all(
+                    name, profile, backend_name, scratch, home, checks, version, target
                 )
             except PairlabError as exc:
                 checks.append(
@@ -257,7 +362,30 @@ def certify_live(
         version=version,
         matrix=matrix,
         lifecycle=lifecycle,
+        intervention=target.identity,
+        listed_tools=listed,
     )
+
+
+def _installed(
+    profile: RunnerProfile,
+    intervention: LoadedIntervention,
+    backend_name: str,
+    checks: list[CertifyCheck],
+) -> RunnerProfile:
+    """A pypi intervention installed (cached) into its own environment, as an episode
+    would run it; an install that fails is a failed check and no episode runs."""
+    requirement = intervention.manifest.install.pypi
+    try:
+        installed = install_for_backend(profile, intervention, backend_name)
+    except PairlabError as exc:
+        detail = f"{requirement}: [{exc.reason}] {exc.message}"
+        checks.append(CertifyCheck(name="install", passed=False, detail=detail))
+        return profile
+    where = ", ".join(installed.treatment.path_prepend)
+    detail = f"{requirement} in its own environment, first on the treated arms' PATH ({where})"
+    checks.append(CertifyCheck(name="install", passed=True, detail=detail))
+    return installed
 
 
 def _probe_all(
@@ -268,7 +396,10 @@ def _probe_all(
     home: Path,
     checks: list[CertifyCheck],
     version: str | None,
-) -> tuple[IsolationMatrix, str | None, dict[str, Any] | None]:
+    target: Target,
+) -> tuple[IsolationMatrix, str | None, dict[str, Any] | None, list[ListedTools]]:
+    counter = load_token_counter()
+    listed: list[ListedTools] = []
     settings = EmulatorSettings(keep_requests=True, wrong_probability=0.0)
     lifecycle: dict[str, Any] | None = None
     with open_run_endpoint(
@@ -280,15 +411,17 @@ def _probe_all(
         host_env={**os.environ, **host_env_for(home)},
         clean_orphans=False,
     ) as endpoint:
-        probe = LiveProbe(name, profile, endpoint, scratch)
-        items = plant(profile.client, home, probe.fixture)
+        probe = LiveProbe(name, profile, endpoint, scratch, target.server, target.traced)
+        items = plant(profile.client, home, probe.fixture, target.server)
         version_check, said = _version_check(probe)
         checks.append(version_check)
         observations = []
         for arm in profile.arm_args:
             seen = probe.observe(arm, arm, items)
             observations.append(seen)
-            checks.append(_judge_arm(seen, arm, items))
+            checks.append(_judge_arm(seen, arm, items, target))
+            if arm != BASELINE_ARM:
+                listed.append(_listed_tools(arm, seen, target, counter))
             if seen.lifecycle is not None and lifecycle is None:
                 lifecycle = seen.lifecycle
                 checks.append(_lifecycle_check(arm, lifecycle))
@@ -301,7 +434,7 @@ def _probe_all(
             observations.append(seen)
             checks.append(_ablation_check(flag, seen, baseline))
         observations += _controls(probe, items, backend_name, baseline, checks)
-    return _matrix(items, observations), version or said, lifecycle
+    return _matrix(items, observations, target), version or said, lifecycle, listed
 
 
 def _lifecycle_check(arm: str, lifecycle: dict[str, Any]) -> CertifyCheck:
@@ -372,4 +505,4 @@ def _controls(
     return found
 
 
-__all__ = ["PROBE_SEED", "PROBE_TASK", "certify_live", "observe"]
+__all__ = ["PROBE_SEED", "PROBE_TASK", "certify_live", "definition_tokens", "observe"]

@@ -19,6 +19,7 @@ from typing import Any, Final
 
 from pairlab.adapters.backends.base import BASELINE_ARM, EpisodeSpec, ExecutionBackend
 from pairlab.adapters.certify.planted_config import MARKER_DIR, PlantedItem
+from pairlab.adapters.clients.base import ServerListing
 from pairlab.adapters.clients.registry import REAL_CLIS
 from pairlab.adapters.episode.finding_evidence import lifecycle_of
 from pairlab.adapters.episode.session import run_and_collect
@@ -54,6 +55,8 @@ class Observation:
     servers: set[str] = field(default_factory=set)  # MCP servers offered to the model
     intervention_calls: int = 0  # tools/call the intervention answered (its trace)
     requests: int = 0
+    # per request (in order): what it carried of the certified server
+    listings: list[ServerListing] = field(default_factory=list)
     lifecycle: dict[str, Any] | None = None  # treated arms: claim 1's lifecycle events
 
 
@@ -97,8 +100,10 @@ def observe(
     registered: EpisodeEndpoint,
     collected: Path,
     items: list[PlantedItem],
+    server: str,
 ) -> Observation:
-    """The evidence of one episode: markers, request text, offered MCP servers, trace."""
+    """The evidence of one episode: markers, request text, offered MCP servers, what each
+    request carried of ``server`` (the certified intervention's), its trace."""
     bodies = _bodies(registered)
     text = "\n".join(json.dumps(b, ensure_ascii=False) for b in bodies)
     servers: set[str] = set()
@@ -121,14 +126,27 @@ def observe(
         servers=servers,
         intervention_calls=_trace_calls(collected / "state" / TRACE_FILE),
         requests=len(bodies),
+        listings=[REAL_CLIS[client].server_listing(body, server) for body in bodies],
     )
 
 
 class LiveProbe:
     """Runs probe episodes of one profile against the run endpoint's emulator."""
 
-    def __init__(self, name: str, profile: RunnerProfile, endpoint: RunEndpoint, scratch: Path):
+    def __init__(
+        self,
+        name: str,
+        profile: RunnerProfile,
+        endpoint: RunEndpoint,
+        scratch: Path,
+        server: str,
+        traced: bool,
+    ):
         self.name, self.endpoint, self.scratch = name, endpoint, scratch
+        self.server = server  # the certified intervention's MCP server name
+        # the reference server writes a trace (TOKEN_OPTIMIZER_TRACE) and exposes claim 1's
+        # lifecycle events; a third-party server does neither
+        self.traced = traced
         env = {**profile.env, "TOKEN_OPTIMIZER_TRACE": "{state}/" + TRACE_FILE}
         self.profile = endpoint.profile.model_copy(update={"env": env})
         suite = load_suite(catalog_dir(), PROBE_SUITE)
@@ -179,9 +197,9 @@ class LiveProbe:
         self, column: str, arm: str, items: list[PlantedItem], profile: RunnerProfile | None = None
     ) -> Observation:
         registered, collected, output, code, error = self.episode(arm, profile)
-        seen = observe(column, self.profile.client, registered, collected, items)
+        seen = observe(column, self.profile.client, registered, collected, items, self.server)
         seen.exit_code, seen.error = code, error
-        if arm != BASELINE_ARM and profile is None:
+        if arm != BASELINE_ARM and profile is None and self.traced:
             seen.lifecycle = lifecycle_of(self.profile.client, collected, TRACE_FILE)
         if code != 0 and error is None:
             seen.error = f"exit {code}: {output.strip()[-300:]}"

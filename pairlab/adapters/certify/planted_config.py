@@ -14,6 +14,18 @@ side effect that shows whether the CLI loaded it:
 * ``mcp`` -- the MCP server ``pairlab-planted-<slug>`` is offered to the model
   (its tools in a Claude request, a source of Codex's tool search).
 
+**The intervention's own server, planted under its own name.** A user who has
+installed the server being measured has it in their user config already (``claude mcp
+add``, ``~/.codex/config.toml``). The user's MCP config file therefore also holds an
+entry named like the certified intervention's server (``intervention``: its
+``mcp_name``), started by the planted script: the item ``user-intervention-server``,
+seen by its ``marker`` (its name is the treated arms' own, so a request offering it
+proves nothing by name; the marker shows that the CLI started the *planted* entry).
+The baseline must not start it; in a treated arm the arm's own wiring must win over it.
+User scope only, measured: a project entry of the same name shadows the user's in
+Claude Code, so with both planted the user's could never be shown loaded (the project
+scope keeps its own planted MCP server, under another name).
+
 Which items, and where, each CLI's record says (``RealCli.plant_config`` in
 ``adapters.clients``, writing through a :class:`Planter`). :func:`plant` writes them
 and returns the items; :mod:`certify_live` reads the
@@ -109,8 +121,9 @@ class Planter:
 
     hook_events: tuple[str, ...] = HOOK_EVENTS
 
-    def __init__(self, home: Path, workspace: Path) -> None:
+    def __init__(self, home: Path, workspace: Path, intervention: str | None = None) -> None:
         self.home, self.workspace = home, workspace
+        self.intervention = intervention  # the certified server's name (planted once per scope)
         self.items: list[PlantedItem] = []
 
     def root(self, scope: Scope) -> Path:
@@ -131,11 +144,26 @@ class Planter:
         item = self.add(scope, slug, path, what, "marker")
         _write(self.root(scope) / path, json.dumps(_hooks(item.slug), indent=2))
 
+    def _intervention_item(self, scope: Scope, path: str) -> tuple[str, list[str]] | None:
+        """The intervention's server under its own name, once, in the user's config:
+        (name, argv); None elsewhere."""
+        name = self.intervention
+        done = any(i.slug == f"{scope}-intervention-server" for i in self.items)
+        if name is None or scope != "user" or done:
+            return None
+        what = f"the intervention's own server, under its name '{name}'"
+        item = self.add(scope, "intervention-server", path, what, "marker")
+        return name, _server_argv(scope, self.home, item.slug)
+
     def claude_mcp(self, scope: Scope, slug: str, path: str, what: str) -> None:
         item = self.add(scope, slug, path, what, "marker", "mcp")
         command, *args = _server_argv(scope, self.home, item.slug)
-        server = {"type": "stdio", "command": command, "args": args}
-        _write(self.root(scope) / path, json.dumps({"mcpServers": {item.server: server}}, indent=2))
+        servers = {item.server: {"type": "stdio", "command": command, "args": args}}
+        own = self._intervention_item(scope, path)
+        if own is not None:
+            name, (command, *args) = own
+            servers[name] = {"type": "stdio", "command": command, "args": args}
+        _write(self.root(scope) / path, json.dumps({"mcpServers": servers}, indent=2))
 
     def codex_config(self, scope: Scope, path: str, *, instructions: bool) -> None:
         """config.toml: an MCP server, and developer instructions (a second item). Only one
@@ -152,6 +180,15 @@ class Planter:
             f"args = {json.dumps(args)}\n"
             'env_vars = ["PAIRLAB_STATE_DIR", "PAIRLAB_WORKSPACE_ROOT"]\n'
         )
+        own = self._intervention_item(scope, path)
+        if own is not None:
+            name, (command, *args) = own
+            toml += (
+                f"\n[mcp_servers.{json.dumps(name)}]\n"
+                f"command = {json.dumps(command)}\n"
+                f"args = {json.dumps(args)}\n"
+                'env_vars = ["PAIRLAB_STATE_DIR", "PAIRLAB_WORKSPACE_ROOT"]\n'
+            )
         _write(self.root(scope) / path, toml)
 
     def codex_rules(self, scope: Scope, path: str, command: str) -> None:
@@ -189,14 +226,18 @@ _TEXTS: Final[dict[TextKind, Callable[[str], str]]] = {
 }
 
 
-def plant(client: str, home: Path, workspace: Path) -> list[PlantedItem]:
-    """Plant ``client``'s full user config into ``home`` and project config into ``workspace``."""
+def plant(
+    client: str, home: Path, workspace: Path, intervention: str | None = None
+) -> list[PlantedItem]:
+    """Plant ``client``'s full user config into ``home`` and project config into
+    ``workspace``; with ``intervention`` (a server name), that server too, in every MCP
+    config file planted."""
     from pairlab.adapters.clients.registry import REAL_CLIS
 
     cli = REAL_CLIS.get(client)
     if cli is None:
         raise ValueError(f"no planted config for client '{client}'")
-    planter = Planter(home, workspace)
+    planter = Planter(home, workspace, intervention)
     planter.scripts()
     cli.plant_config(planter)
     return planter.items

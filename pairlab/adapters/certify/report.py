@@ -50,6 +50,34 @@ class IsolationMatrix(_Model):
         return lines
 
 
+class ListedTools(_Model):
+    """What one treated arm's requests carried of the certified server (issue 26 item 3),
+    read from the emulator's request log. ``tools``: the tool names the CLI listed to the
+    model (the union over the episode's requests, in order of first appearance);
+    ``definition_tokens``: per request, in order, the cl100k cost of what the request
+    carried of the server (``live.definition_tokens`` says exactly what is counted);
+    ``deferred``: the CLI deferred the server's tools behind a tool search (both CLIs do:
+    the request names them and carries their definitions only once a search loads them)."""
+
+    arm: str
+    server: str
+    tools: list[str]
+    requests: int
+    definition_tokens: list[int]
+    deferred: bool
+    encoding: str
+
+    def line(self) -> str:
+        costs = sorted(set(self.definition_tokens))
+        cost = "/".join(str(c) for c in costs) if costs else "-"
+        listed = ", ".join(self.tools) if self.tools else "none"
+        defer = "; deferred behind the tool search" if self.deferred else ""
+        return (
+            f"{self.arm}: {len(self.tools)} tools of {self.server} ({listed}); "
+            f"{cost} {self.encoding} tokens per request over {self.requests} requests{defer}"
+        )
+
+
 class ProfileCertification(_Model):
     client: str
     profile: str
@@ -60,6 +88,10 @@ class ProfileCertification(_Model):
     # claim 1 (issue 18): lifecycle events the protocol exposed to the intervention, per
     # client; deterministic verification, never causal evidence
     lifecycle: dict[str, Any] | None = None
+    # the certified intervention (id, version, manifest hash) and, per treated arm, the
+    # tools the CLI actually listed with their definitions' token cost per request
+    intervention: dict[str, str] | None = None
+    listed_tools: list[ListedTools] | None = None
 
 
 class CertifyReport(_Model):

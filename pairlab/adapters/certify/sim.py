@@ -258,11 +258,12 @@ def certify_profile(
     backend_name: str,
     factory: BackendFactory,
     host_home: Path | None = None,
+    intervention: LoadedIntervention | None = None,
 ) -> ProfileCertification:
     checks = [_check_schema(None), _check_quota_probe(profile)]
     version: str | None = None
     if profile.certification.level == "live-local":
-        return certify_live(name, profile, backend_name, factory, checks, host_home)
+        return certify_live(name, profile, backend_name, factory, checks, host_home, intervention)
     if profile.certification.level == "unavailable":
         checks.append(
             CertifyCheck(
@@ -339,5 +340,7 @@ def certify_profiles(
                 )
             )
             continue
-        results.append(certify_profile(entry.name, entry.profile, backend_name, build, host_home))
+        results.append(
+            certify_profile(entry.name, entry.profile, backend_name, build, host_home, intervention)
+        )
     return CertifyReport(profiles=results, passed=all(r.status != "failed" for r in results))

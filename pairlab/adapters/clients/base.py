@@ -49,6 +49,21 @@ def no_server_report(stdout: str, stderr: str, home: Path, server_name: str) -> 
 
 
 @dataclass(frozen=True)
+class ServerListing:
+    """What one request carried of one MCP server: the tool names the model was offered,
+    the tool definition objects exactly as the request carried them, and any text that
+    names the server without defining its tools (Codex's ``tool_search`` source line)."""
+
+    tools: tuple[str, ...] = ()
+    definitions: tuple[Any, ...] = ()
+    texts: tuple[str, ...] = ()
+
+    @property
+    def listed(self) -> bool:
+        return bool(self.tools or self.texts)
+
+
+@dataclass(frozen=True)
 class RealCli:
     """One real CLI: its wheel and binary, how to read its output, where its transcripts
     land, which MCP servers its requests offer and the full config certify plants for it."""
@@ -66,6 +81,8 @@ class RealCli:
     final_answer: Callable[[str], str | None]  # from the CLI's stdout
     own_usage: Callable[[str], UsageVector | None]  # the usage the CLI itself states on stdout
     offered_servers: Callable[[dict[str, Any]], set[str]]  # MCP servers in one request body
+    # what one request body carried of the named MCP server (certify's listed tools)
+    server_listing: Callable[[dict[str, Any], str], ServerListing]
     plant_config: Callable[[Planter], None]  # certify's full user + project config
     # its own account of an intervention's server (stdout, stderr, collected HOME, server
     # name): how the connection went (core/intervention_health); None where it has none

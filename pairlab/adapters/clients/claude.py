@@ -31,8 +31,16 @@ import json
 from pathlib import Path
 from typing import Any, Final
 
-from pairlab.adapters.clients.base import Planter, RealCli, Scope, json_lines, unavailable
+from pairlab.adapters.clients.base import (
+    Planter,
+    RealCli,
+    Scope,
+    ServerListing,
+    json_lines,
+    unavailable,
+)
 from pairlab.adapters.usage.claude import claude_vector
+from pairlab.core.emulator.conversation import claude_conversation
 from pairlab.core.intervention_health import Connection, ServerReport
 from pairlab.core.schemas.usage import UsageVector
 
@@ -85,11 +93,12 @@ def claude_result_usage(stdout: str) -> UsageVector | None:
 
 
 def claude_offered_servers(body: dict[str, Any]) -> set[str]:
-    """The servers of the request's ``mcp__<server>__<tool>`` tools."""
+    """The servers of the request's ``mcp__<server>__<tool>`` tools: in ``tools`` or
+    listed as deferred (Claude Code defers MCP tools behind ToolSearch, naming them in a
+    ``<system-reminder>``; ``core.emulator.conversation`` reads both)."""
     found: set[str] = set()
-    for tool in body.get("tools") or []:
-        name = tool.get("name") if isinstance(tool, dict) else None
-        if isinstance(name, str) and name.startswith("mcp__"):
+    for name in claude_conversation(body).offered_names:
+        if name.startswith("mcp__"):
             found.add(name.split("__")[1])
     return found
 
@@ -161,6 +170,26 @@ def claude_server_report(
     return logged
 
 
+def claude_server_listing(body: dict[str, Any], server: str) -> ServerListing:
+    """The request's ``mcp__<server>__<tool>`` tools: their names (in ``tools`` or in the
+    deferred-tools listing), the definitions of those in ``tools`` (loaded), and the
+    deferred listing's lines naming the rest (the names are all the request carries of a
+    deferred tool until a ToolSearch loads it)."""
+    prefix = f"mcp__{server}__"
+    found = [
+        tool
+        for tool in body.get("tools") or []
+        if isinstance(tool, dict) and str(tool.get("name", "")).startswith(prefix)
+    ]
+    defined = {str(t["name"]) for t in found}
+    offered = [n for n in claude_conversation(body).offered_names if n.startswith(prefix)]
+    return ServerListing(
+        tools=tuple(offered),
+        definitions=tuple(found),
+        texts=tuple(n for n in offered if n not in defined),
+    )
+
+
 def plant_claude(p: Planter) -> None:
     """Every item a Claude Code user could have installed, once per scope where it applies."""
     events = ", ".join(p.hook_events)
@@ -213,6 +242,7 @@ CLAUDE: Final = RealCli(
     final_answer=claude_final_answer,
     own_usage=claude_result_usage,
     offered_servers=claude_offered_servers,
+    server_listing=claude_server_listing,
     plant_config=plant_claude,
     server_report=claude_server_report,
 )
@@ -223,5 +253,6 @@ __all__ = [
     "claude_final_answer",
     "claude_offered_servers",
     "claude_result_usage",
+    "claude_server_listing",
     "plant_claude",
 ]

@@ -28,7 +28,13 @@ import tempfile
 from pathlib import Path
 from typing import Any, Final
 
-from pairlab.adapters.clients.base import Planter, RealCli, json_lines, unavailable
+from pairlab.adapters.clients.base import (
+    Planter,
+    RealCli,
+    ServerListing,
+    json_lines,
+    unavailable,
+)
 from pairlab.adapters.usage.codex import codex_vector
 from pairlab.core.intervention_health import Connection, ServerReport
 from pairlab.core.schemas.usage import UsageVector
@@ -155,6 +161,35 @@ def codex_server_report(
     return None
 
 
+def codex_server_listing(body: dict[str, Any], server: str) -> ServerListing:
+    """The request's ``mcp__<server>`` namespace (Codex writes ``-`` as ``_`` there): its
+    tools' names and the namespace's definition; and the line of the ``tool_search``
+    description that names the server (Codex defers MCP tools behind the search: until a
+    search loads them, that line is all the request carries of the server)."""
+    normal = server.replace("-", "_")
+    tools: list[str] = []
+    definitions: list[Any] = []
+    texts: list[str] = []
+    for spec in body.get("tools") or []:
+        if not isinstance(spec, dict):
+            continue
+        name = spec.get("name")
+        if spec.get("type") == "namespace" and isinstance(name, str):
+            if name.removeprefix("mcp__").replace("-", "_") == normal:
+                definitions.append(spec)
+                tools += [
+                    f"{name}/{t.get('name')}"
+                    for t in spec.get("tools") or []
+                    if isinstance(t, dict)
+                ]
+        elif spec.get("type") == "tool_search":
+            for line in str(spec.get("description") or "").splitlines():
+                match = _SOURCE_LINE.match(line)
+                if match and match.group(1).replace("-", "_") == normal:
+                    texts.append(line)
+    return ServerListing(tools=tuple(tools), definitions=tuple(definitions), texts=tuple(texts))
+
+
 def plant_codex(p: Planter) -> None:
     """Every item a Codex user could have installed, at user ($CODEX_HOME) and project scope."""
     hooks = f"hooks.json ({', '.join(p.hook_events)})"
@@ -188,6 +223,7 @@ CODEX: Final = RealCli(
     final_answer=codex_final_answer,
     own_usage=codex_turn_usage,
     offered_servers=codex_offered_servers,
+    server_listing=codex_server_listing,
     plant_config=plant_codex,
     server_report=codex_server_report,
 )
@@ -197,6 +233,7 @@ __all__ = [
     "CODEX_EXEC_FLAGS",
     "codex_final_answer",
     "codex_offered_servers",
+    "codex_server_listing",
     "codex_turn_usage",
     "plant_codex",
 ]
