@@ -54,11 +54,18 @@ NAVIGATE = "navigate-legacy-parse"
 PROVIDER = {"claude": "claude", "codex": "codex"}
 
 
-def pick_seed() -> int:
+# On Docker, two of the core suite's tasks: what differs there is the container around the
+# CLI (image, volumes, the run network to the emulator), the same for every task; each task's
+# fixture and grader in a container is the sim demo's (tests/e2e/test_docker_first_use.py),
+# and every task with each real CLI runs locally here and in the README main job.
+DOCKER_TASKS = [NAVIGATE, "fix-median"]
+
+
+def pick_seed(tasks: list[str] = TASKS) -> int:
     """A run seed whose pair scripts include both variants, and a correct navigate pair that
     reads the large README (a preview in treated arms: something for the ledger)."""
     for seed in range(500):
-        drawn = {t: ScriptChoices.draw(t, pair_seed(seed, t, 0), WRONG_P) for t in TASKS}
+        drawn = {t: ScriptChoices.draw(t, pair_seed(seed, t, 0), WRONG_P) for t in tasks}
         nav = drawn[NAVIGATE]
         if {c.variant for c in drawn.values()} == {"correct", "wrong"} and (
             nav.read_readme and nav.variant == "correct"
@@ -203,12 +210,19 @@ def check_intervention_status(work: Path, run_id: str, records: dict[str, Episod
 def test_the_core_suite_through_the_real_cli_agrees_with_the_emulator(
     prefect_harness: None, tmp_path: Path, profile: str, backend: str
 ) -> None:
-    seed = pick_seed()
+    tasks = DOCKER_TASKS if backend == "docker" else TASKS
+    subset = {"task_filter": tasks} if backend == "docker" else {}
     work, run_id = run_eval(
-        tmp_path, profile, backend, seed=seed, emulator=EmulatorSettings(wrong_probability=WRONG_P)
+        tmp_path,
+        profile,
+        backend,
+        seed=pick_seed(tasks),
+        emulator=EmulatorSettings(wrong_probability=WRONG_P),
+        **subset,
     )
     records = checks.load_records(work, run_id)
-    assert len(records) == len(TASKS) * len(ARMS)
+    assert len(records) == len(tasks) * len(ARMS)
+    assert {r.task_id for r in records.values()} == set(tasks)
     dirs = checks.episode_dirs(work, run_id)
     variants = {eid: check_episode(profile, rec, dirs[eid]) for eid, rec in records.items()}
     assert set(variants.values()) == {"correct", "wrong"}
