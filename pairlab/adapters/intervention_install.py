@@ -22,9 +22,12 @@ installed with uv, never into pairlab's environment:
    ``intervention-install-failed`` (exit 1), raised before any episode runs.
 
 :func:`install_for_backend` returns the profile whose treated arms get the
-environment's ``bin`` first on PATH (``treatment.path_prepend``, read by the local
-backend). Installing into the Docker client images is not built yet: a ``pypi``
-intervention on Docker is refused with ``intervention-install-failed``.
+environment's ``bin`` first on PATH (``treatment.path_prepend``, read by both backends).
+On Docker the environment is not this cache but ``/opt/interventions/<id>`` inside an image
+derived from the profile's client image, built on first use and cached by input hash like
+every other image (``images.intervention_images``, where the choice that the baseline runs
+in that same image is explained); the lock is checked the same way first, and a failed
+build is ``intervention-install-failed`` too.
 """
 
 from __future__ import annotations
@@ -217,14 +220,25 @@ def install_for_backend(
     profile: RunnerProfile, loaded: LoadedIntervention, backend_name: str, *, log: Log = stderr_log
 ) -> RunnerProfile:
     """``profile`` ready to run ``loaded`` on ``backend_name``: a module intervention as
-    it is; a pypi one installed, its environment's ``bin`` first on the treated arms' PATH."""
+    it is; a pypi one installed, its environment's ``bin`` first on the treated arms' PATH
+    -- on Docker, in the derived image that then is the profile's image for every arm."""
     if loaded.manifest.install.pypi is None:
         return profile
+    if backend_name == "docker":
+        # imported here: the Docker SDK only when the Docker backend is asked for
+        from pairlab.adapters.images.intervention_images import bin_dir as intervention_path_dir
+        from pairlab.adapters.images.intervention_images import ensure_intervention_image
+
+        check_lock(loaded, lock_file(loaded).read_text(encoding="utf-8", errors="replace"))
+        image = ensure_intervention_image(profile.image, loaded, log=log)
+        treatment = profile.treatment.model_copy(
+            update={"path_prepend": [intervention_path_dir(loaded.manifest.id)]}
+        )
+        return profile.model_copy(update={"image": image.tag, "treatment": treatment})
     if backend_name != "local":
         raise ExecutionError(
-            f"intervention '{loaded.manifest.id}' ({loaded.manifest.install.pypi}): installing "
-            f"a pypi intervention into the client images is not built yet; run it with "
-            "--backend local",
+            f"intervention '{loaded.manifest.id}' ({loaded.manifest.install.pypi}): a pypi "
+            f"intervention is installed for the local and docker backends, not {backend_name}",
             reason=ReasonCode.INTERVENTION_INSTALL_FAILED,
         )
     bin_dir = ensure_installed(loaded, log=log)

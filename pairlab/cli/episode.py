@@ -41,7 +41,6 @@ def run_one_episode(
     intervention: str = "reference",
     account_name: str | None = None,
 ) -> dict[str, Any]:
-    from pairlab.adapters.backends.base import BASELINE_ARM
     from pairlab.adapters.episode.build import episode_spec
     from pairlab.adapters.episode.io import sim_account_dir
     from pairlab.adapters.episode.session import collect_episode, open_run_environment, prepared
@@ -63,8 +62,9 @@ def run_one_episode(
     task = suite.task(task_id)
     profile = load_named_profile(profile_name, intervention=wired)
     require_arms(profile, [arm])
-    if arm != BASELINE_ARM:  # a pypi intervention: installed (cached) before the episode
-        profile = install_for_backend(profile, wired, backend_name)
+    # a pypi intervention: installed (cached) before the episode, for the baseline too --
+    # on Docker both arms run its derived image (adapters/images/intervention_images)
+    profile = install_for_backend(profile, wired, backend_name)
     run_id = f"episode-{datetime.now(UTC):%Y%m%dT%H%M%SZ}-{secrets.token_hex(3)}"
     pair_id = make_pair_id(run_id, task.id, 0)
     out = out_dir or Path(tempfile.mkdtemp(prefix="pairlab-episode-"))

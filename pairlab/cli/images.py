@@ -44,13 +44,16 @@ def register(app: typer.Typer) -> None:
 
     @images.command("list")
     def list_cmd(as_json: Annotated[bool, typer.Option("--json")] = False) -> None:
-        """Every registry image: present, current (inputs unchanged), size."""
+        """Every registry image and every pypi intervention's derived image: present, current
+        (inputs unchanged), size."""
         from pairlab.adapters.images.inventory import list_images
 
         rows = list_images()
         if as_json:
             emit_json({"images": rows})
             return
+        width = max([10, *(len(str(r["name"])) for r in rows)])
+        tag_width = max([36, *(len(str(r["tag"])) for r in rows)])
         for row in rows:
             state = (
                 "absent"
@@ -58,7 +61,7 @@ def register(app: typer.Typer) -> None:
                 else {True: "current", False: "stale", None: "present"}[row["current"]]
             )
             size = f"{row['size_mb']:.0f} MB" if row["size_mb"] is not None else "-"
-            typer.echo(f"{row['name']:<10} {row['tag']:<36} {state:<8} {size}")
+            typer.echo(f"{row['name']:<{width}} {row['tag']:<{tag_width}} {state:<8} {size}")
 
     @images.command("prune")
     def prune_cmd(

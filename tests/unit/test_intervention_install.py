@@ -6,7 +6,9 @@ on PATH, the baseline does not."""
 
 from __future__ import annotations
 
+import re
 import shutil
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -14,6 +16,7 @@ import yaml
 
 from pairlab.adapters.backends.base import EpisodeSpec
 from pairlab.adapters.backends.local import LocalBackend
+from pairlab.adapters.images.intervention_images import DerivedImage, derived_for, dockerfile
 from pairlab.adapters.intervention_install import (
     CACHE_ENV,
     check_lock,
@@ -122,17 +125,39 @@ def test_install_failure_has_its_reason_code(
     assert not (environment_dir(loaded) / ".pairlab-installed.json").exists()
 
 
-def test_docker_backend_refuses_a_pypi_intervention() -> None:
+def test_docker_needs_a_client_image_and_other_backends_are_refused() -> None:
+    """On Docker a pypi intervention goes into an image derived from a registry client
+    image (tests/e2e/test_intervention_docker_image.py builds one); a profile naming any
+    other image, or a backend that is neither, is refused before anything is built."""
     loaded = load_intervention("mcp-server-git")
     profile = load_named_profile("claude", intervention=loaded)
+    other = profile.model_copy(update={"image": "example/other:1"})
     with pytest.raises(ExecutionError) as exc:
-        install_for_backend(profile, loaded, "docker")
-    assert _reason(exc) == ReasonCode.INTERVENTION_INSTALL_FAILED and "--backend local" in str(
-        exc.value
-    )
+        install_for_backend(other, loaded, "docker")
+    assert _reason(exc) == ReasonCode.INTERVENTION_INSTALL_FAILED
+    assert "example/other:1" in str(exc.value)
+    with pytest.raises(ExecutionError) as exc:
+        install_for_backend(profile, loaded, "k8s")
+    assert _reason(exc) == ReasonCode.INTERVENTION_INSTALL_FAILED
     reference = load_intervention("reference")
     plain = load_named_profile("claude", intervention=reference)
     assert install_for_backend(plain, reference, "docker") is plain  # a module: nothing to do
+
+
+def test_the_derived_dockerfile_carries_the_manifests_values() -> None:
+    loaded = load_intervention("mcp-server-git")
+    derived = derived_for("pairlab/claude:2.1.332", loaded)
+    assert derived.tag.endswith("intervention-mcp-server-git:claude-2.1.332")
+    text = dockerfile(derived, "0123456789abcdef")
+    assert not re.search(r"@(INTERVENTION_ID|COMMAND|UV_VERSION|DEBIAN|LABELS)@", text)
+    assert "apt-get install -y -q --no-install-recommends git;" in text
+    assert 'target="/opt/interventions/mcp-server-git"' in text and "bin/mcp-server-git" in text
+    assert 'pairlab.inputs="0123456789abcdef"' in text
+    # the input hash follows the lock and the client image
+    assert derived.input_hash("sha256:a") != derived.input_hash("sha256:b")
+    bad = loaded.manifest.model_copy(update={"command": "git; rm -rf /"})
+    with pytest.raises(ExecutionError):
+        dockerfile(DerivedImage("claude", "2.1.332", replace(loaded, manifest=bad)), "x")
 
 
 def _prepared_path(

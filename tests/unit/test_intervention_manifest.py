@@ -129,6 +129,12 @@ def test_the_most_specific_reason_wins_when_several_fields_are_wrong() -> None:
             lambda d: d.__setitem__("seed_files", [{"into": "home", "path": "../x", "text": ""}]),
             "inside",
         ),
+        (lambda d: d["install"].__setitem__("debian", ["git; rm -rf /"]), "install.debian"),
+        (lambda d: d["install"].__setitem__("debian", ["git", "git"]), "install.debian"),
+        (
+            lambda d: d.__setitem__("install", {"module": "pairlab.intervention", "debian": ["g"]}),
+            "'debian' belong",
+        ),
         (lambda d: d.__setitem__("startup_timeout_s", 0), "startup_timeout_s"),
         (lambda d: d.__setitem__("version", 1), "version"),
     ],

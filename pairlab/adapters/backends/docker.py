@@ -11,7 +11,9 @@ re-exec (~45 ms here), which made collection the largest per-episode overhead
 (bench/README.md, Orchestration).
 The agent runs as a non-root user with the profile's CPU/memory/pids limits and
 network mode -- or, given ``run_network=``, on the run's own network, where only the
-run's host services are reachable (``run_network``); the simulator's account dir is bind-mounted read-write and the
+run's host services are reachable (``run_network``); a treated arm of a pypi intervention
+gets its command's directory (``/opt/interventions/<id>/path`` in the derived image the
+profile names, ``images.intervention_images``) before the image's PATH; the simulator's account dir is bind-mounted read-write and the
 task solution read-only when the profile asks for it. Docker SDK errors are
 translated at the engine boundary (``pairlab.adapters.docker_engine.call_docker``) into
 EnvironmentUnavailable/ExecutionError; leftovers of dead runs go through ``orphans``;
@@ -74,6 +76,7 @@ from pairlab.adapters.docker_engine import (
     scope_labels,
 )
 from pairlab.adapters.images.build import ensure_image
+from pairlab.adapters.images.engine import inspect
 from pairlab.core.errors import ExecutionError, ReasonCode
 from pairlab.core.schemas.profile import RunnerProfile
 
@@ -91,6 +94,14 @@ def _read_log(container: Any, *, stdout: bool) -> tuple[str, bool]:
     for chunk in chunks:
         capture.feed(chunk)
     return capture.text(), capture.truncated
+
+
+def _image_path(image: str) -> str:
+    """The PATH the image's config sets (Debian's default when it sets none)."""
+    for entry in (inspect(image) or {}).get("Config", {}).get("Env") or []:
+        if entry.startswith("PATH="):
+            return str(entry[len("PATH=") :])
+    return "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 
 
 def _limits(profile: RunnerProfile) -> dict[str, Any]:
@@ -214,6 +225,11 @@ class DockerBackend:
             skip_host=HOST_ONLY_VARS,
             as_root=self.user[0] == 0,
         )
+        if spec.is_treated and profile.treatment.path_prepend:
+            # a pypi intervention's command (/opt/interventions/<id>/path in the derived image,
+            # adapters/images/intervention_images) before the image's PATH; the baseline
+            # keeps the image's PATH
+            env["PATH"] = ":".join([*profile.treatment.path_prepend, _image_path(image)])
         argv = build_argv(spec, workdir)
         volumes: dict[str, str] = {}
         container: Any = None

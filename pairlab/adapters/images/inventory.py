@@ -1,9 +1,11 @@
-"""What the engine holds of the registry's images: list them, prune superseded ones."""
+"""What the engine holds of the registry's images and the pypi interventions' derived images
+(``intervention_images``): list them, prune superseded ones."""
 
 from __future__ import annotations
 
 from typing import Any
 
+from pairlab.adapters.images import intervention_images
 from pairlab.adapters.images.build_inputs import input_hash, is_current
 from pairlab.adapters.images.docker_cli import run_docker
 from pairlab.adapters.images.engine import inspect, labels, require_engine
@@ -47,18 +49,40 @@ def list_images() -> list[dict[str, Any]]:
                 row["current"] = None  # an input (the Garage binary) is absent: unknown
         ids[spec.name] = str((info or {}).get("Id", ""))
         rows.append(row)
+    for found in intervention_images.present_images():
+        info = found["info"]
+        rows.append(
+            {
+                "name": labels(info).get(LABEL_IMAGE),
+                "tag": found["tag"],
+                "build": "intervention",
+                "present": True,
+                "current": intervention_images.is_current(info),
+                "image_id": info.get("Id"),
+                "size_mb": round(info["Size"] / 1e6, 1),
+                "created": info.get("Created"),
+                "inputs": labels(info).get(LABEL_INPUTS),
+            }
+        )
     return rows
 
 
 def prune(*, dry_run: bool = False, log: Log = stderr_log) -> list[str]:
     """Remove pairlab images under this prefix that no registry tag points at any more
-    (superseded input-hash builds, build stages); the current images stay."""
+    (superseded input-hash builds, build stages), and the pypi interventions' derived images
+    (``intervention_images``) that a run would not reuse: a superseded build (untagged), a
+    manifest or lock changed or gone, a client image rebuilt. The current images stay."""
     registry = load_registry()
     require_engine()
     keep = {
         str(info["Id"])
         for spec in registry.values()
         if (info := inspect(spec.local_tag)) is not None
+    }
+    keep |= {
+        str(found["info"]["Id"])
+        for found in intervention_images.present_images()
+        if intervention_images.is_current(found["info"]) is not False
     }
     result = run_docker(
         [

@@ -61,6 +61,9 @@ _PINNED = re.compile(
 _SHA256 = re.compile(r"^[0-9a-f]{64}$")
 
 
+_DEBIAN = re.compile(r"^[a-z0-9][a-z0-9.+-]+$")
+
+
 class Install(StrictModel):
     """How the server gets onto an episode's PATH: exactly one of ``pypi`` (a pinned
     ``name==version`` with the sha256 of the distribution uv installs, into the
@@ -68,20 +71,25 @@ class Install(StrictModel):
     ships with pairlab and in its client images). ``lock`` (pypi only) is the fully
     hashed requirements file, relative to the manifest's directory, that the installer
     hands ``uv pip install --require-hashes``; a pypi intervention without one can be
-    validated and planned but not installed."""
+    validated and planned but not installed. ``debian`` (pypi only) names the Debian
+    packages the server needs from the system (e.g. ``git`` for GitPython): installed with
+    apt into its Docker image; the local backend relies on the host having them."""
 
     pypi: str | None = None
     sha256: str | None = None
     module: str | None = None
     lock: str | None = None
+    debian: list[str] = Field(default_factory=list)
 
     @model_validator(mode="after")
     def _one_source(self) -> Install:
         if (self.pypi is None) == (self.module is None):
             raise ValueError("install: give exactly one of 'pypi' or 'module'")
         if self.module is not None:
-            if self.sha256 is not None or self.lock is not None:
-                raise ValueError("install: 'sha256' and 'lock' belong to a 'pypi' requirement")
+            if self.sha256 is not None or self.lock is not None or self.debian:
+                raise ValueError(
+                    "install: 'sha256', 'lock' and 'debian' belong to a 'pypi' requirement"
+                )
             if not _MODULE.match(self.module):
                 raise ValueError(f"install.module: {self.module!r} is not a dotted module name")
             return self
@@ -94,6 +102,9 @@ class Install(StrictModel):
                 "install.sha256: a pypi requirement needs the sha256 (64 lowercase hex "
                 "digits) of the distribution it installs"
             )
+        bad = [name for name in self.debian if not _DEBIAN.match(name)]
+        if bad or len(set(self.debian)) != len(self.debian):
+            raise ValueError(f"install.debian: distinct Debian package names only (bad: {bad})")
         if self.lock is not None:
             pure = PurePosixPath(self.lock)
             if not self.lock or pure.is_absolute() or ".." in pure.parts:
