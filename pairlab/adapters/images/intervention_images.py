@@ -203,8 +203,9 @@ def ensure_intervention_image(
 ) -> BuildResult:
     """The derived image of ``loaded`` on ``client_tag``: reused when its input hash
     matches, else built (the client image first, through ``ensure_image``) under the tag's
-    build lock. A build that cannot run here (no docker command: a worker container) uses
-    an image already present under the tag, with a warning; none present is the error."""
+    build lock. Where it cannot be checked or built (a worker container: no docker
+    command, no containers/intervention-image) an image already present under the tag is
+    used with a warning; none present is the error (exit 3)."""
     started = time.monotonic()
     derived = derived_for(client_tag, loaded)
     resolved = ensure_image(client_tag, log=log)
@@ -213,8 +214,21 @@ def ensure_intervention_image(
         raise ExecutionError(
             f"image {resolved} is absent after ensure_image", reason=ReasonCode.EXECUTION_FAILED
         )
-    digest = derived.input_hash(str(client["Id"]))
     info = inspect(derived.tag)
+    try:
+        digest = derived.input_hash(str(client["Id"]))
+    except OSError as exc:
+        # the build inputs are not on this machine (a worker container carries no
+        # containers/intervention-image): an image already present is used as it is
+        if info is None:
+            raise EnvironmentUnavailable(
+                f"image {derived.tag} is absent and cannot be built here ({exc}); build it "
+                f"where the checkout is: pairlab episode run --backend docker "
+                f"--intervention {loaded.manifest.id} ...",
+                reason=ReasonCode.INTERVENTION_INSTALL_FAILED,
+            ) from exc
+        log(f"using the present {derived.tag} unchecked ({exc})")
+        return BuildResult(derived.name, derived.tag, str(info["Id"]), None, True, 0.0)
     reused = labels(info).get(LABEL_INPUTS) == digest
     if not reused:
         with tag_lock(derived.tag, log):
