@@ -24,10 +24,12 @@ from typing import Any
 
 import pytest
 
+from pairlab.adapters.images import intervention_images
 from pairlab.adapters.images.docker_cli import run_docker
 from pairlab.adapters.images.engine import inspect
 from pairlab.adapters.images.intervention_images import derived_for
 from pairlab.adapters.interventions import load_intervention
+from pairlab.core.errors import EnvironmentUnavailable
 from tests.support import REPO_ROOT
 
 pytestmark = [
@@ -40,6 +42,7 @@ pytestmark = [
 
 PAIRLAB = Path(sys.executable).parent / "pairlab"
 SHIPPED = "mcp-server-git"
+CLIENT = "pairlab/claude:2.1.332"
 TOOLDEFS = REPO_ROOT / "docs" / "research" / "third-party-mcp" / "tooldefs"
 
 
@@ -53,7 +56,7 @@ def manifest(tmp_path: Path) -> Iterator[Path]:
     text = (REPO_ROOT / "interventions" / f"{SHIPPED}.yaml").read_text()
     path = tmp_path / f"{fresh}.yaml"
     path.write_text(text.replace(f"id: {SHIPPED}\n", f"id: {fresh}\n", 1))
-    tag = derived_for("pairlab/claude:2.1.332", load_intervention(str(path))).tag
+    tag = derived_for(CLIENT, load_intervention(str(path))).tag
     assert inspect(tag) is None  # a fresh id: nothing built yet
     yield path
     run_docker(["image", "rm", "--force", tag])
@@ -84,10 +87,10 @@ def _mcp_tools_offered(out: Path) -> list[set[str]]:
 
 
 def test_docker_builds_the_derived_image_once_and_both_arms_run_it(
-    manifest: Path, tmp_path: Path
+    manifest: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     wired = load_intervention(str(manifest))
-    tag = derived_for("pairlab/claude:2.1.332", wired).tag
+    tag = derived_for(CLIENT, wired).tag
     expected = {
         f"mcp__{wired.manifest.mcp_name}__{t['name']}"
         for t in json.loads((TOOLDEFS / f"{SHIPPED}.tools.json").read_text())
@@ -118,6 +121,25 @@ def test_docker_builds_the_derived_image_once_and_both_arms_run_it(
     assert offered and not any(offered)
     again = inspect(tag)
     assert again is not None and again["Id"] == built["Id"]
+
+    # where the build inputs are absent (a worker container has no
+    # containers/intervention-image), the present image is used unchecked; an absent one
+    # is exit 3 with how to build it, and nothing is built
+    monkeypatch.setattr(intervention_images, "DOCKERFILE", tmp_path / "absent" / "Dockerfile")
+    logs: list[str] = []
+    present = intervention_images.ensure_intervention_image(CLIENT, wired, log=logs.append)
+    assert (present.tag, present.image_id, present.input_hash) == (tag, built["Id"], None)
+    assert any("unchecked" in line for line in logs)
+    other = manifest.with_name("mcp-server-git-absent.yaml")
+    other.write_text(manifest.read_text().replace(f"id: {wired.manifest.id}\n", "id: git-absent\n"))
+    with pytest.raises(EnvironmentUnavailable) as absent:
+        intervention_images.ensure_intervention_image(
+            CLIENT, load_intervention(str(other)), log=logs.append
+        )
+    assert absent.value.exit_code == 3 and "pairlab episode run --backend docker" in str(
+        absent.value
+    )
+    monkeypatch.undo()
 
     # listed as current; prune keeps it
     listed = _pairlab(["images", "list", "--json"])

@@ -384,6 +384,8 @@ def _installed(
         return profile
     where = ", ".join(installed.treatment.path_prepend)
     detail = f"{requirement} in its own environment, first on the treated arms' PATH ({where})"
+    if installed.image != profile.image:  # Docker: an image derived from the client image
+        detail += f", in {installed.image} (both arms)"
     checks.append(CertifyCheck(name="install", passed=True, detail=detail))
     return installed
 
