@@ -172,6 +172,15 @@ def screenshot(page: Any, tmp: Path, name: str, *, tall: bool = False) -> Path:
     return path
 
 
+def form_field(page: Any, label: str) -> Any:
+    """The run form's property whose label starts with ``label`` (the innermost enclosing
+    property: a nested section's field, not the section)."""
+    return page.locator(
+        f"xpath=//span[contains(@class,'schema-form-property__label') and starts-with(normalize-space(.), '{label}')]"
+        "/ancestor::div[contains(concat(' ', normalize-space(@class), ' '), ' schema-form-property ')][1]"
+    )
+
+
 def launch_chromium(pw: Any) -> Any:
     from tests.support import CHROMIUM, CHROMIUM_ARGS
 

@@ -29,6 +29,7 @@ from pairlab.core.report.prefect_ui import decision_label, why_not
 from tests.support import CHROMIUM, require
 from tests.ui_support import (
     api,
+    form_field,
     launch_chromium,
     runs_of,
     screenshot,
@@ -49,16 +50,8 @@ RUN_CREATED_S = 300
 pytestmark = [pytest.mark.timeout(1500)]
 
 
-def _field(page: Any, label: str) -> Any:
-    """The form property whose label starts with ``label`` (innermost enclosing property)."""
-    return page.locator(
-        f"xpath=//span[contains(@class,'schema-form-property__label') and starts-with(normalize-space(.), '{label}')]"
-        "/ancestor::div[contains(concat(' ', normalize-space(@class), ' '), ' schema-form-property ')][1]"
-    )
-
-
 def _label(page: Any, label: str) -> str:
-    text = _field(page, label).locator(".schema-form-property__label").first.inner_text()
+    text = form_field(page, label).locator(".schema-form-property__label").first.inner_text()
     return str(text).strip()
 
 
@@ -107,9 +100,9 @@ def test_trigger_eval_from_the_ui_and_follow_it(prefect_server: Any, tmp_path: P
                 expect(run_button).to_be_visible()
                 run_button.click()
                 page.get_by_text("Custom run").click()
-                expect(_field(page, "Repetitions")).to_be_visible()
+                expect(form_field(page, "Repetitions")).to_be_visible()
                 expect(page).to_have_url(re.compile(r"/deployment/[^/]+/run"))
-                suite = _field(page, "Suite").locator("button.p-select-button__control").first
+                suite = form_field(page, "Suite").locator("button.p-select-button__control").first
                 expect(suite).to_have_text("core")  # the form has its defaults: hydrated
 
                 # The form is for people: choices, units, required fields, no None noise.
@@ -118,18 +111,20 @@ def test_trigger_eval_from_the_ui_and_follow_it(prefect_server: Any, tmp_path: P
                 # section keeps its None/object switch (set to None: the section is off)
                 none_noise = page.get_by_text('Property is type "None"')
                 expect(none_noise).to_have_count(1)
-                expect(_field(page, "Warm").first).to_contain_text('Property is type "None"')
+                expect(form_field(page, "Warm").first).to_contain_text('Property is type "None"')
                 for required in ("Suite", "Profile", "Repetitions", "Arms", "Store"):
                     assert "(Optional)" not in _label(page, required), required
                 assert _label(page, "Min Pairs") == "Min Pairs (Optional)"
                 expect(body).to_contain_text("Lease (seconds)")
                 expect(body).to_contain_text("Poll (seconds)")
                 expect(body).to_contain_text("Quota interval (seconds)")
-                expect(_field(page, "Episode Limit").first).to_contain_text(
+                expect(form_field(page, "Episode Limit").first).to_contain_text(
                     "pairlab-episodes-<account>"
                 )
                 # the profile is a drop-down of the runner profiles, not free text
-                profile = _field(page, "Profile").locator("button.p-select-button__control").first
+                profile = (
+                    form_field(page, "Profile").locator("button.p-select-button__control").first
+                )
                 options = page.locator(".p-select-option__text")
                 profile.focus()
                 for _ in range(4):  # the v1 select opens with the arrow key once focused
@@ -145,19 +140,19 @@ def test_trigger_eval_from_the_ui_and_follow_it(prefect_server: Any, tmp_path: P
                 screenshot(page, shots, "ui-eval-form", tall=True)
 
                 # One task (drop the second default), 2 repetitions, gate 2, a run id.
-                tasks = _field(page, "Task Filter")
+                tasks = form_field(page, "Task Filter")
                 tasks.locator(".p-tag").filter(has_text="answer-cache-env").locator(
                     ".p-tag__dismiss"
                 ).click()
                 expect(tasks.locator(".p-tag")).to_have_count(1)
                 expect(tasks.locator(".p-tag").first).to_have_text("fix-median")
-                _field(page, "Repetitions").locator("input").fill("2")
-                _field(page, "Min Pairs").locator("input").fill("2")
-                _field(page, "Run Id").locator("textarea, input").first.fill(RUN_ID)
+                form_field(page, "Repetitions").locator("input").fill("2")
+                form_field(page, "Min Pairs").locator("input").fill("2")
+                form_field(page, "Run Id").locator("textarea, input").first.fill(RUN_ID)
                 # the form holds the values before it is sent (a slow page may re-render)
-                expect(_field(page, "Repetitions").locator("input")).to_have_value("2")
-                expect(_field(page, "Min Pairs").locator("input")).to_have_value("2")
-                expect(_field(page, "Run Id").locator("textarea, input").first).to_have_value(
+                expect(form_field(page, "Repetitions").locator("input")).to_have_value("2")
+                expect(form_field(page, "Min Pairs").locator("input")).to_have_value("2")
+                expect(form_field(page, "Run Id").locator("textarea, input").first).to_have_value(
                     RUN_ID
                 )
                 submit = page.get_by_role("button", name="Submit")
