@@ -6,13 +6,18 @@ of minutes, so a fresh install can trigger one from the UI as is.
 
 from __future__ import annotations
 
-from typing import Any
+import inspect
+from collections.abc import Mapping
+from typing import Any, get_args, get_type_hints
+
+from pydantic import BaseModel, ValidationError
 
 from flows import audit_savings, certify_clients, compare_artifact
 from flows.canary import trial as canary_trial
 from flows.evidence_eval import evidence_eval
 from flows.form_schema import Choices, drop_none, polish_schema, with_form_defaults
 from flows.params import EvidenceEvalParams
+from pairlab.core.errors import InvalidInputError
 
 SMALL_EVAL = EvidenceEvalParams(
     task_filter=["fix-median", "answer-cache-env"], repetitions=5, concurrency=2
@@ -76,6 +81,49 @@ def form_flows() -> dict[str, Any]:
     return {f.name: f for f in flows}
 
 
+def _model_of(annotation: Any) -> type[BaseModel] | None:
+    """The pydantic model of a flow parameter annotated ``Model`` or ``Model | None``."""
+    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+        return annotation
+    models = [a for a in get_args(annotation) if a is not type(None)]
+    if len(models) == 1 and isinstance(models[0], type) and issubclass(models[0], BaseModel):
+        return models[0]
+    return None
+
+
+def complete_parameters(flow: Any, parameters: Mapping[str, Any]) -> dict[str, Any]:
+    """A deployment's parameters with every field of each model parameter filled in.
+
+    The run form sends its values as the whole parameter and its schema requires every
+    field that is not nullable (flows/form_schema.py), while Prefect's form starts from the
+    deployment's parameters only: a field they leave out (infra/prefect.yaml gives
+    evidence-eval six) shows its schema default but is sent as missing, and the form refuses
+    it ("'arms' is a required property") far above Submit, which then seems to do nothing.
+    So the given values are validated into the flow's model and dumped whole (the model's
+    defaults for the rest, as `pairlab serve`'s deployments carry); a model parameter left
+    out is the model's defaults when it has one for every field. Parameters that are not
+    models are left as they are. Invalid given values are refused (invalid-input), never
+    passed on to a form that cannot submit them."""
+    hints = get_type_hints(flow.fn)
+    out = dict(parameters)
+    for name in inspect.signature(flow.fn).parameters:
+        model = _model_of(hints.get(name))
+        given = out.get(name)
+        if model is None or not isinstance(given, dict | None):
+            continue
+        try:
+            value = model.model_validate(given or {})
+        except ValidationError as exc:
+            if given is None:
+                continue  # required fields without defaults: the operator fills them in
+            raise InvalidInputError(
+                f"deployment parameter {name!r} of flow {flow.name!r} is invalid: "
+                f"{exc.errors()[0]['loc']}: {exc.errors()[0]['msg']}"
+            ) from exc
+        out[name] = value.model_dump(mode="json")
+    return out
+
+
 def polish_deployed_forms() -> list[str]:
     """Give the deployments `prefect deploy` registered (infra/prefect.yaml: work pools, the
     team stack) the form `pairlab serve` gives its own: `prefect deploy` writes the flow's
@@ -93,7 +141,8 @@ def polish_deployed_forms() -> list[str]:
             if flow_name not in flows:
                 continue
             schema = polish_schema(parameter_schema(flows[flow_name]).model_dump(), choices)
-            parameters = with_form_defaults(schema, drop_none(dict(deployment.parameters)))
+            complete = complete_parameters(flows[flow_name], deployment.parameters)
+            parameters = with_form_defaults(schema, drop_none(complete))
             client.update_deployment(
                 deployment.id,
                 DeploymentUpdate(parameter_openapi_schema=schema, parameters=parameters),

@@ -278,3 +278,50 @@ def test_work_pool_deployments_get_the_same_form(deployments: list[Any]) -> None
         assert polish_schema(raw, choices) == served, deployment.name
         params = deployment.parameters
         assert with_form_defaults(served, drop_none(params)) == params
+
+
+def test_work_pool_deployments_parameters_are_completed_so_the_form_can_submit() -> None:
+    """infra/prefect.yaml gives evidence-eval six fields and canary-trial none; Prefect's
+    form starts from those and sends every other required field as missing, so the server
+    refused the stack's form far above Submit (found by the stack's chromium test).
+    `pairlab forms` completes them from the flow's model: the server's own validation of
+    the form's schema then passes, the given values kept; a model with fields that have no
+    default (compare-artifact's path) is left for the operator, invalid values refused."""
+    from pathlib import Path
+
+    import yaml
+    from prefect.utilities.callables import parameter_schema
+    from prefect.utilities.schema_tools.validation import validate
+
+    from flows.deployments import complete_parameters, form_flows
+    from flows.form_schema import polish_schema, with_form_defaults
+    from pairlab.core.errors import InvalidInputError
+
+    spec = yaml.safe_load((Path(__file__).parents[2] / "infra" / "prefect.yaml").read_text())
+    given = {d["name"]: d.get("parameters") or {} for d in spec["deployments"]}
+    choices, flows = form_choices(), form_flows()
+
+    def errors(flow: str, parameters: dict[str, Any]) -> list[str]:
+        schema = polish_schema(parameter_schema(flows[flow]).model_dump(), choices)
+        sent = with_form_defaults(schema, drop_none(parameters))
+        return [e.message for e in validate(sent, schema, raise_on_error=False)]
+
+    assert "'arms' is a required property" in errors("evidence-eval", given["evidence-eval"])
+    assert errors("canary-trial", given["canary-trial"])
+    for flow in ("evidence-eval", "canary-trial", "certify-clients"):
+        assert errors(flow, complete_parameters(flows[flow], given[flow])) == [], flow
+    complete = complete_parameters(flows["evidence-eval"], given["evidence-eval"])["params"]
+    for name, value in given["evidence-eval"]["params"].items():
+        if name != "dispatch":
+            assert complete[name] == value, name
+    assert complete["dispatch"].items() >= given["evidence-eval"]["params"]["dispatch"].items()
+    assert complete["arms"] == EvidenceEvalParams().model_dump(mode="json")["arms"]
+    # twice is once (the stack's deploy service runs `pairlab forms` on every start)
+    again = complete_parameters(
+        flows["evidence-eval"], {"params": {**complete, "unrelated_concurrent_use": "unknown"}}
+    )
+    assert drop_none(again) == drop_none({"params": complete})
+    left = complete_parameters(flows["compare-artifact"], {})
+    assert left == {}  # its artifact path has no default: the operator's to fill in
+    with pytest.raises(InvalidInputError, match="repetitions"):
+        complete_parameters(flows["evidence-eval"], {"params": {"repetitions": 0}})
