@@ -11,7 +11,10 @@ Shows: the stack comes up healthy from no container; an evidence-eval deployment
 triggered through the server's API runs its pairs on two worker containers with the
 episodes on the Docker backend through the host socket, no episode missing or twice,
 the records equal to an in-process run of the same plan and seed; the run is published
-to Garage and `pairlab pull` gets it back verified. Faults: one Garage node stopped while
+to Garage and `pairlab pull` gets it back verified. The same deployment run from the
+stack's Prefect UI in chromium (its form filled and submitted by clicking, as an operator
+would): the flow run completes on the stack's workers and its report comes back from
+Garage. Faults: one Garage node stopped while
 publishing (writes still succeed, the manifest last), the whole store unreachable
 (incomplete, never pulled; a retry completes it), a worker container killed mid-pair
 (re-dispatched, every episode once), PostgreSQL restarted mid-run (the run finishes or
@@ -70,8 +73,15 @@ class Stack:
     project: str
 
     @property
+    def url(self) -> str:
+        """The Prefect UI (tests/ui_support.py's helpers take the stack as their server)."""
+        return f"http://127.0.0.1:{self.env['PAIRLAB_UI_PORT']}"
+
+    @property
     def api(self) -> str:
-        return f"http://127.0.0.1:{self.env['PAIRLAB_UI_PORT']}/api"
+        return f"{self.url}/api"
+
+    api_url = api
 
     def s3_env(self) -> dict[str, str]:
         """The host's view of the stack's store (the s3.env that `stack up` writes)."""
@@ -361,6 +371,123 @@ def test_eval_through_two_workers_equals_in_process_and_pulls_back_from_garage(
     assert out["downloaded"] == out["objects"] > 0
     staged = stack.work / "runs" / run_id
     assert (dest / "report.json").read_bytes() == (staged / "report.json").read_bytes()
+
+
+UI_RUN_ID = "stack-ui"
+UI_WAIT_MS = 240_000  # each wait in the page; under load the v1 UI's bundle boots slowly
+UI_RUN_DONE_S = 900
+
+
+@pytest.mark.browser
+def test_eval_from_the_stack_ui_runs_on_its_workers_and_lands_in_garage(
+    stack: Stack, tmp_path: Path
+) -> None:
+    """The operator's path on the team stack: the evidence-eval deployment's Custom run form
+    in the stack's Prefect UI (the form `pairlab forms` gave the deployment of
+    infra/prefect.yaml), one task x 1 repetition x its 4 default arms (one pair, sim
+    profile), the stack's work dir and Garage as the store, submitted by clicking. The run
+    completes on the stack's workers (the eval on the pool, its pair on a worker container)
+    and its report is pulled back from Garage, equal to the staged one."""
+    from playwright.sync_api import expect, sync_playwright
+
+    from tests.support import CHROMIUM
+    from tests.ui_support import (
+        api,
+        form_field,
+        launch_chromium,
+        runs_of,
+        screenshot,
+        wait_for_created_run,
+        wait_for_run,
+    )
+
+    require(CHROMIUM.exists(), "Debian chromium at /usr/bin/chromium")
+    store = "s3://pairlab/runs"
+    deployment = api(stack, "GET", "/deployments/name/evidence-eval/evidence-eval")
+    known = {r["id"] for r in runs_of(stack, deployment["id"])}
+    started = time.monotonic()
+    with sync_playwright() as pw:
+        browser = launch_chromium(pw)
+        try:
+            page = browser.new_page(viewport={"width": 1440, "height": 1000})
+            page.set_default_timeout(UI_WAIT_MS)
+            page.set_default_navigation_timeout(UI_WAIT_MS)
+            expect.set_options(timeout=UI_WAIT_MS)
+            # deployment page -> Run -> Custom run, each step waiting for what it needs
+            page.goto(f"{stack.url}/deployments/deployment/{deployment['id']}", wait_until="commit")
+            run_button = page.get_by_role("button", name="Run", exact=True)
+            expect(run_button).to_be_visible()
+            run_button.click()
+            page.get_by_text("Custom run").click()
+            suite = form_field(page, "Suite").locator("button.p-select-button__control").first
+            expect(suite).to_have_text("core")  # the polished form, hydrated with the defaults
+            tasks = form_field(page, "Task Filter")
+            tasks.locator(".p-tag").filter(has_text="answer-cache-env").locator(
+                ".p-tag__dismiss"
+            ).click()
+            expect(tasks.locator(".p-tag")).to_have_count(1)
+            values = {
+                "Repetitions": "1",
+                "Run Id": UI_RUN_ID,
+                "Work Dir": str(stack.work),  # the stack's work dir (not the default /srv/...)
+                "Store": store,
+            }
+            for label, value in values.items():
+                form_field(page, label).locator("textarea, input").first.fill(value)
+            for label, value in values.items():  # held before it is sent (re-renders)
+                expect(form_field(page, label).locator("textarea, input").first).to_have_value(
+                    value
+                )
+            submit = page.get_by_role("button", name="Submit")
+            expect(submit).to_be_enabled()
+            submit.click()
+            try:
+                flow_run_id = wait_for_created_run(stack, deployment["id"], 300, known)
+            except AssertionError:
+                screenshot(page, tmp_path, "stack-ui-submit-no-run", tall=True)
+                raise AssertionError(page.locator("body").inner_text()[-3000:]) from None
+            run = wait_for_run(stack, flow_run_id, ("COMPLETED",), UI_RUN_DONE_S)
+            TIMINGS["ui_eval_1_pair_s"] = time.monotonic() - started
+            # the run's page says where the report went: Garage, not a worker's disk
+            page.goto(f"{stack.url}/flow-runs/flow-run/{flow_run_id}", wait_until="commit")
+            expect(page.get_by_text("Completed").first).to_be_visible()
+            expect(page.locator("body")).to_contain_text(
+                f"report {store}/runs/{UI_RUN_ID}/report.html"
+            )
+            screenshot(page, tmp_path, "stack-ui-run-logs", tall=True)
+        finally:
+            expect.set_options(timeout=None)
+            browser.close()
+
+    # the form's values reached the flow, which ran on the stack's pool
+    assert run["name"] == UI_RUN_ID and run["work_pool_name"] == "pairlab", run
+    sent = run["parameters"]["params"]
+    assert sent["task_filter"] == ["fix-median"] and sent["repetitions"] == 1, sent
+    assert sent["store"] == store and sent["work_dir"] == str(stack.work), sent
+    # its one pair (4 arms) ran once, on a worker container of the stack
+    episodes = stack.work / "runs" / UI_RUN_ID / "episodes"
+    records = _records(episodes)
+    assert len(records) == len(sent["arms"]) == 4, sorted(records)
+    workers = {
+        _docker("inspect", "--format", "{{.Config.Hostname}}", name).strip()
+        for name in stack.containers("worker")
+    }
+    for episode_id in records:
+        log = read_execution_log(episodes / episode_id)
+        assert [e["event"] for e in log] == ["start", "end"], log
+        assert log[0]["worker"] in workers, (log[0], workers)
+    # the report and artifacts are in Garage: pulled back (verified) equal to the staged run
+    dest = tmp_path / "pulled"
+    pulled = _pairlab(
+        ["pull", f"{store}/runs/{UI_RUN_ID}", "--to", str(dest), "--json"], stack.s3_env()
+    )
+    assert pulled.returncode == 0, pulled.stdout + pulled.stderr
+    out = json.loads(pulled.stdout)
+    assert out["downloaded"] == out["objects"] > 0
+    staged = stack.work / "runs" / UI_RUN_ID
+    for name in ("report.json", "episodes.jsonl"):
+        assert (dest / name).read_bytes() == (staged / name).read_bytes(), name
+    assert (dest / "report.html").is_file() and (dest / "manifest.json").is_file()
 
 
 # --- faults ------------------------------------------------------------------------------
