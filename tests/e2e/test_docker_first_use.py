@@ -131,7 +131,8 @@ def test_the_real_cli_image_is_built_on_first_use(prefix: str, tmp_path: Path) -
     assert "equals the emulator's ground truth" in ran.stdout
     listed = _pairlab(["images", "list", "--json"], tmp_path, prefix)
     states = {r["name"]: r for r in json.loads(listed.stdout)["images"]}
-    assert states["claude"]["current"] is True
+    assert states["claude"]["present"] is True  # (a client image's row says no "current")
+    assert states["claude"]["tag"] == f"{prefix}claude:2.1.332"
 
 
 def test_missing_engine_is_one_line_and_exit_3(prefix: str, tmp_path: Path) -> None:
