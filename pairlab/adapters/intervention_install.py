@@ -15,14 +15,19 @@ installed with uv, never into pairlab's environment:
 3. Installing holds a file lock on the key (``images.build_lock.tag_lock``, as image
    builds do), so concurrent installers wait and then reuse the first one's result. It
    runs ``uv venv --python <pairlab's interpreter>`` and ``uv pip install
-   --require-hashes --compile-bytecode -r <lock>`` into that directory and writes a marker file last; a
-   directory without the marker (a crashed install) is removed and installed again.
+   --require-hashes --compile-bytecode -r <lock>`` into that directory, makes
+   ``<dir>/path/`` holding only the manifest's ``command`` (a relative link into the
+   environment's ``bin``) and writes a marker file last; a directory without the marker
+   (a crashed install) is removed and installed again. A finished install from before
+   ``path/`` existed gets it, under the same lock, and is otherwise reused.
 4. Any failure (no ``uv``, a resolver or download error, a hash mismatch, the
-   manifest's ``command`` missing from the environment's ``bin``) is
-   ``intervention-install-failed`` (exit 1), raised before any episode runs.
+   manifest's ``command`` not a bare file name or missing from the environment's ``bin``)
+   is ``intervention-install-failed`` (exit 1), raised before any episode runs.
 
-:func:`install_for_backend` returns the profile whose treated arms get the
-environment's ``bin`` first on PATH (``treatment.path_prepend``, read by both backends).
+:func:`install_for_backend` returns the profile whose treated arms get that ``path/``
+first on PATH (``treatment.path_prepend``, read by both backends) -- the command alone,
+not the environment's ``bin``: there the agent's own ``python3``, ``python`` and ``pip``
+would resolve to the intervention's environment, which the baseline's do not.
 On Docker the environment is not this cache but ``/opt/interventions/<id>`` inside an image
 derived from the profile's client image, built on first use and cached by input hash like
 every other image (``images.intervention_images``, where the choice that the baseline runs
@@ -44,7 +49,7 @@ from typing import Final
 
 from pairlab.adapters.images.build_lock import tag_lock
 from pairlab.adapters.images.registry import Log
-from pairlab.adapters.interventions import LoadedIntervention
+from pairlab.adapters.interventions import PYPI_COMMAND, PYPI_PATH_DIR, LoadedIntervention
 from pairlab.core.errors import ExecutionError, InvalidInputError, ReasonCode
 from pairlab.core.schemas.profile import RunnerProfile
 
@@ -181,22 +186,48 @@ def _uv(loaded: LoadedIntervention, uv: str, args: list[str], cwd: Path) -> None
         raise _failed(loaded, f"uv {' '.join(args[:2])} exited {done.returncode}:\n{tail}")
 
 
+def _path_ready(path_dir: Path, command: str) -> bool:
+    return path_dir.is_dir() and [p.name for p in path_dir.iterdir()] == [command]
+
+
+def _make_path_dir(target: Path, command: str) -> None:
+    """``<target>/path/`` holding only ``command``, a relative link into ``bin``; made
+    beside and renamed into place, so a reader sees none or the whole of it (held under the
+    install's lock)."""
+    path_dir = target / PYPI_PATH_DIR
+    shutil.rmtree(path_dir, ignore_errors=True)
+    staging = target / f".{PYPI_PATH_DIR}.tmp"
+    shutil.rmtree(staging, ignore_errors=True)
+    staging.mkdir()
+    (staging / command).symlink_to(Path("..", "bin", command))
+    staging.rename(path_dir)
+
+
 def ensure_installed(loaded: LoadedIntervention, *, log: Log = stderr_log) -> Path:
-    """The ``bin`` directory of the intervention's own environment, installed if needed."""
+    """The treated arms' PATH head: ``<environment>/path``, holding only the manifest's
+    command (a link into the environment's ``bin``), the environment installed if needed."""
     manifest = loaded.manifest
     if manifest.install.pypi is None:
         raise ValueError(f"intervention '{manifest.id}' is a module install")  # a bug
+    if not PYPI_COMMAND.match(manifest.command):
+        raise _failed(
+            loaded,
+            f"the command {manifest.command!r} is not a file name its environment's bin can hold",
+        )
     target = environment_dir(loaded)
-    bin_dir = target / "bin"
-    if (target / MARKER).is_file():
-        return bin_dir
+    bin_dir, path_dir = target / "bin", target / PYPI_PATH_DIR
+    if (target / MARKER).is_file() and _path_ready(path_dir, manifest.command):
+        return path_dir
     uv = shutil.which("uv")
-    if uv is None:
-        raise _failed(loaded, "no `uv` on PATH (https://docs.astral.sh/uv/)")
     target.parent.mkdir(parents=True, exist_ok=True)
     with tag_lock(f"intervention-{target.name}", log):
         if (target / MARKER).is_file():
-            return bin_dir  # another installer finished while we waited
+            # another installer finished while we waited, or an install from before path/
+            if not _path_ready(path_dir, manifest.command):
+                _make_path_dir(target, manifest.command)
+            return path_dir
+        if uv is None:
+            raise _failed(loaded, "no `uv` on PATH (https://docs.astral.sh/uv/)")
         shutil.rmtree(target, ignore_errors=True)  # a crashed install leaves no marker
         log(f"installing {manifest.install.pypi} into {target}")
         lock = lock_file(loaded).resolve()
@@ -211,17 +242,19 @@ def ensure_installed(loaded: LoadedIntervention, *, log: Log = stderr_log) -> Pa
         if not (bin_dir / manifest.command).is_file():
             shutil.rmtree(target, ignore_errors=True)
             raise _failed(loaded, f"the command '{manifest.command}' is not in {bin_dir}")
+        _make_path_dir(target, manifest.command)
         record = {"pypi": manifest.install.pypi, "sha256": manifest.install.sha256}
         (target / MARKER).write_text(json.dumps({**record, "lock": str(lock)}) + "\n")
-    return bin_dir
+    return path_dir
 
 
 def install_for_backend(
     profile: RunnerProfile, loaded: LoadedIntervention, backend_name: str, *, log: Log = stderr_log
 ) -> RunnerProfile:
     """``profile`` ready to run ``loaded`` on ``backend_name``: a module intervention as
-    it is; a pypi one installed, its environment's ``bin`` first on the treated arms' PATH
-    -- on Docker, in the derived image that then is the profile's image for every arm."""
+    it is; a pypi one installed, a directory holding only its command (a link into its
+    environment's ``bin``) first on the treated arms' PATH -- on Docker, in the derived
+    image that then is the profile's image for every arm."""
     if loaded.manifest.install.pypi is None:
         return profile
     if backend_name == "docker":
@@ -241,8 +274,8 @@ def install_for_backend(
             f"intervention is installed for the local and docker backends, not {backend_name}",
             reason=ReasonCode.INTERVENTION_INSTALL_FAILED,
         )
-    bin_dir = ensure_installed(loaded, log=log)
-    treatment = profile.treatment.model_copy(update={"path_prepend": [str(bin_dir)]})
+    path_dir = ensure_installed(loaded, log=log)
+    treatment = profile.treatment.model_copy(update={"path_prepend": [str(path_dir)]})
     return profile.model_copy(update={"treatment": treatment})
 
 

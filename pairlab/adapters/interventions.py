@@ -9,8 +9,10 @@ An id names ``interventions/<id>.yaml`` (``adapters.paths.interventions_dir``), 
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Final
 
 from pairlab.adapters.paths import interventions_dir
 from pairlab.core.errors import InvalidInputError, ReasonCode
@@ -20,6 +22,12 @@ from pairlab.core.schemas.intervention_manifest import (
     intervention_identity,
     load_manifest,
 )
+
+# A pypi intervention's command: a file name in its environment's bin. Both installs
+# (intervention_install locally, images.intervention_images on Docker) link it alone into
+# PYPI_PATH_DIR beside the environment, the treated arms' PATH head.
+PYPI_COMMAND: Final = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._+-]*$")
+PYPI_PATH_DIR: Final = "path"
 
 
 @dataclass(frozen=True)
@@ -68,4 +76,10 @@ def load_intervention(ref: str, directory: Path | str | None = None) -> LoadedIn
     return LoadedIntervention(manifest, path.resolve(), intervention_identity(manifest))
 
 
-__all__ = ["LoadedIntervention", "load_intervention", "shipped_intervention_ids"]
+__all__ = [
+    "PYPI_COMMAND",
+    "PYPI_PATH_DIR",
+    "LoadedIntervention",
+    "load_intervention",
+    "shipped_intervention_ids",
+]

@@ -1,10 +1,12 @@
 """Installing a pypi intervention for real (uv, from the shipped hashed lock, into a fresh
 cache): two concurrent installers install once (the second waits on the file lock, then
 reuses the environment); a leftover directory without the marker (a crashed install) is
-removed and installed again; the environment is not pairlab's and runs the server."""
+removed and installed again; the environment is not pairlab's and runs the server; the
+directory the treated arms get first on PATH holds only the server's command."""
 
 from __future__ import annotations
 
+import shutil
 import subprocess
 import sys
 import threading
@@ -40,9 +42,15 @@ def test_concurrent_installers_install_once(
     assert len(results) == 2 and results[0] == results[1]
     assert sum(m.startswith(f"installing {loaded.manifest.install.pypi}") for m in logs) == 1, logs
     assert sum("waiting" in m for m in logs) == 1, logs
-    bin_dir = results[0]
-    assert (bin_dir.parent / MARKER).is_file()
+    path_dir = results[0]
+    target = path_dir.parent
+    bin_dir = target / "bin"
+    assert (target / MARKER).is_file()
     assert Path(sys.executable).parent != bin_dir  # not pairlab's environment
+    # the treated arms' PATH head: the command alone, a link into bin; not bin's python3
+    assert [p.name for p in path_dir.iterdir()] == [loaded.manifest.command]
+    assert (path_dir / ID).resolve() == (bin_dir / ID).resolve()
+    assert (bin_dir / "python3").exists() and shutil.which("python3", path=str(path_dir)) is None
     # the environment's own interpreter imports the server; pairlab's does not
     own = subprocess.run(
         [str(bin_dir / "python"), "-c", "import mcp_server_git"], capture_output=True, timeout=120
@@ -59,13 +67,14 @@ def test_a_crashed_install_is_redone(tmp_path: Path, monkeypatch: pytest.MonkeyP
     monkeypatch.setenv("PAIRLAB_LOCK_DIR", str(tmp_path / "locks"))
     loaded = load_intervention(ID)
     logs: list[str] = []
-    bin_dir = ensure_installed(loaded, log=logs.append)
-    target = bin_dir.parent
+    path_dir = ensure_installed(loaded, log=logs.append)
+    target = path_dir.parent
     (target / MARKER).unlink()  # as if the installer died before its last step
     (target / "half-written").write_text("x")
-    assert ensure_installed(loaded, log=logs.append) == bin_dir
+    assert ensure_installed(loaded, log=logs.append) == path_dir
     assert not (target / "half-written").exists() and (target / MARKER).is_file()
+    assert [p.name for p in path_dir.iterdir()] == [ID]
     assert sum(m.startswith("installing") for m in logs) == 2
     # a finished environment is reused as it is: no uv, no log line
-    assert ensure_installed(loaded, log=logs.append) == bin_dir
+    assert ensure_installed(loaded, log=logs.append) == path_dir
     assert sum(m.startswith("installing") for m in logs) == 2

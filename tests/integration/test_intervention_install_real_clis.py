@@ -1,7 +1,7 @@
 """A third-party MCP server from PyPI, end to end with the real Claude Code: ``pairlab
 episode run --intervention mcp-server-git`` installs the pinned server from its hashed
 lock into its own environment (a fresh cache here; never pairlab's venv), the CLI starts
-it from the treated episode's PATH, and its tools reach the model -- read from the
+it from the treated episode's PATH (a directory holding only the command's link), and its tools reach the model -- read from the
 provider emulator's request ledger (``tools_offered`` of every request). The episode is
 recorded with the intervention's id, version and manifest hash; the baseline lists none
 of its tools; an install that fails stops the command before any episode runs.
@@ -78,6 +78,8 @@ def test_claude_lists_the_installed_servers_tools(cache: Path, tmp_path: Path, i
     env = environment_dir(wired)
     assert env.parent == cache and (env / ".pairlab-installed.json").is_file()
     assert (env / "bin" / wired.manifest.command).is_file()
+    # the treated PATH's head holds only the command (the agent's python3 is not the server's)
+    assert [p.name for p in (env / "path").iterdir()] == [wired.manifest.command]
     assert importlib.util.find_spec(ident.replace("-", "_")) is None
     # every request the CLI sent offered exactly the server's tools (its real tools/list,
     # as measured in the research) and no other MCP server's

@@ -1,8 +1,9 @@
 """Installing a pypi intervention: the lock beside the manifest must exist and pin exactly
 the manifest's requirement, fully hashed (refused with a reason code before anything is
 installed); the environment is keyed by its inputs; a failed install is
-``intervention-install-failed``; a treated local episode gets the environment's bin first
-on PATH, the baseline does not."""
+``intervention-install-failed``; a treated local episode gets a directory holding only the
+server's command first on PATH (not the environment's bin: its python3), the baseline
+does not."""
 
 from __future__ import annotations
 
@@ -19,6 +20,7 @@ from pairlab.adapters.backends.local import LocalBackend
 from pairlab.adapters.images.intervention_images import DerivedImage, derived_for, dockerfile
 from pairlab.adapters.intervention_install import (
     CACHE_ENV,
+    MARKER,
     check_lock,
     ensure_installed,
     environment_dir,
@@ -125,6 +127,43 @@ def test_install_failure_has_its_reason_code(
     assert not (environment_dir(loaded) / ".pairlab-installed.json").exists()
 
 
+@pytest.mark.parametrize("ident", ["mcp-server-git", "code-review-graph"])
+def test_a_finished_install_without_its_path_dir_gets_one(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, ident: str
+) -> None:
+    """An environment installed before ``path/`` existed (marker written, no ``path/``) is
+    reused -- no uv on PATH here, so nothing is installed -- and gets ``path/`` holding only
+    the manifest's command, a link into its bin: the agent's python3 is not on it."""
+    monkeypatch.setenv(CACHE_ENV, str(tmp_path / "cache"))
+    monkeypatch.setenv("PAIRLAB_LOCK_DIR", str(tmp_path / "locks"))
+    monkeypatch.setenv("PATH", str(tmp_path / "empty"))
+    loaded = load_intervention(ident)
+    command = loaded.manifest.command
+    assert "/" not in command  # each shipped pypi manifest names a file in its bin
+    target = environment_dir(loaded)
+    (target / "bin").mkdir(parents=True)
+    for name in (command, "python3", "python", "pip"):
+        (target / "bin" / name).write_text("#!/bin/sh\n")
+    (target / MARKER).write_text("{}\n")
+    logs: list[str] = []
+    path_dir = ensure_installed(loaded, log=logs.append)
+    assert path_dir == target / "path"
+    assert [p.name for p in path_dir.iterdir()] == [command]
+    assert (path_dir / command).resolve() == (target / "bin" / command).resolve()
+    assert shutil.which("python3", path=str(path_dir)) is None
+    assert not any(m.startswith("installing") for m in logs)
+    assert ensure_installed(loaded, log=logs.append) == path_dir  # reused as it is
+
+
+def test_a_command_that_is_not_a_file_name_is_refused(tmp_path: Path) -> None:
+    loaded = load_intervention("mcp-server-git")
+    for command in ("bin/mcp-server-git", "/usr/bin/git", "git; rm -rf /"):
+        bad = replace(loaded, manifest=loaded.manifest.model_copy(update={"command": command}))
+        with pytest.raises(ExecutionError) as exc:
+            ensure_installed(bad, log=lambda _m: None)
+        assert _reason(exc) == ReasonCode.INTERVENTION_INSTALL_FAILED
+
+
 def test_docker_needs_a_client_image_and_other_backends_are_refused() -> None:
     """On Docker a pypi intervention goes into an image derived from a registry client
     image (tests/e2e/test_intervention_docker_image.py builds one); a profile naming any
@@ -184,9 +223,9 @@ def _prepared_path(
         backend.cleanup(prepared)
 
 
-def test_treated_local_episode_gets_the_environment_bin_first(tmp_path: Path) -> None:
+def test_treated_local_episode_gets_the_command_dir_first(tmp_path: Path) -> None:
     backend = LocalBackend(base_dir=tmp_path, host_env={"PATH": "/usr/bin:/bin"})
     loaded = load_intervention("mcp-server-git")
-    bin_dir = str(tmp_path / "env" / "bin")
-    assert _prepared_path(backend, loaded, "optimizer", bin_dir).split(":")[0] == bin_dir
-    assert bin_dir not in _prepared_path(backend, loaded, "baseline", bin_dir).split(":")
+    path_dir = str(tmp_path / "env" / "path")
+    assert _prepared_path(backend, loaded, "optimizer", path_dir).split(":")[0] == path_dir
+    assert path_dir not in _prepared_path(backend, loaded, "baseline", path_dir).split(":")

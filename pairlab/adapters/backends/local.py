@@ -8,8 +8,9 @@ Layout of an episode root (``<base>/pairlab-ep-<hash>-<random>/``)::
     owner.json   run id, episode id and the owning process (for orphan cleanup)
 
 The environment is built from the profile's allowlist (see ``environment``); a treated
-arm gets an installed pypi intervention's own bin directory first on PATH
-(``treatment.path_prepend``, ``adapters/intervention_install``), then
+arm gets an installed pypi intervention's command directory first on PATH (its command
+alone, a link into its environment's bin; ``treatment.path_prepend``,
+``adapters/intervention_install``), then
 the venv's bin directory is put on PATH so console scripts installed with
 pairlab (``simclient``) resolve, then the directories of the real CLIs bundled in
 the pinned wheels, so profile commands ``claude`` and ``codex`` resolve too.
@@ -53,7 +54,7 @@ OWNER_FILE = "owner.json"
 
 def agent_path(path: str | None, before: Sequence[str] = ()) -> str:
     """PATH for a local episode: ``before`` (a treated arm: an installed pypi
-    intervention's own ``bin``), this environment's bin directory (the simulator's console
+    intervention's command directory, not its environment's ``bin``), this environment's bin directory (the simulator's console
     script lives there), then the real CLIs' bundled directories (``claude``,
     ``codex`` and Codex's ``rg``; see ``clients.registry``), then ``path`` (or the system default)."""
     first = [*before, str(Path(sys.executable).parent), *(str(d) for d in bundled_path_dirs())]

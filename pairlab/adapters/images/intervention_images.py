@@ -46,7 +46,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import re
 import shutil
 import tempfile
 import time
@@ -70,7 +69,12 @@ from pairlab.adapters.images.registry import (
     spec_for_tag,
     stderr_log,
 )
-from pairlab.adapters.interventions import LoadedIntervention, load_intervention
+from pairlab.adapters.interventions import (
+    PYPI_COMMAND,
+    PYPI_PATH_DIR,
+    LoadedIntervention,
+    load_intervention,
+)
 from pairlab.adapters.paths import REPO_ROOT
 from pairlab.core.errors import EnvironmentUnavailable, ExecutionError, PairlabError, ReasonCode
 
@@ -81,14 +85,13 @@ INSTALL_ROOT: Final = "/opt/interventions"
 LABEL_INTERVENTION: Final = "pairlab.intervention"
 LABEL_CLIENT: Final = "pairlab.client"
 LABEL_MANIFEST: Final = "pairlab.manifest"
-_COMMAND: Final = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._+-]*$")
 
 
 def bin_dir(intervention_id: str) -> str:
     """The treated arms' PATH head inside the derived image: ``/opt/interventions/<id>/path``,
     which holds only the manifest's command (a link into the environment's ``bin``), so the
     agent's own ``python3`` stays the image's, as in the baseline."""
-    return f"{INSTALL_ROOT}/{intervention_id}/path"
+    return f"{INSTALL_ROOT}/{intervention_id}/{PYPI_PATH_DIR}"
 
 
 @dataclass(frozen=True)
@@ -150,7 +153,7 @@ def dockerfile(derived: DerivedImage, digest: str) -> str:
     """The Dockerfile template with this image's values written in (the id is validated by
     the manifest, the command here: no quoting needed; the labels are one LABEL)."""
     manifest = derived.intervention.manifest
-    if not _COMMAND.match(manifest.command):
+    if not PYPI_COMMAND.match(manifest.command):
         raise ExecutionError(
             f"intervention '{manifest.id}': the command {manifest.command!r} is not a file "
             "name its environment's bin can hold",

@@ -72,9 +72,9 @@ class Treatment(StrictModel):
     env: dict[str, str] = Field(default_factory=dict)
     # per treated arm, added after env (filled from an intervention manifest's arm wiring)
     arm_env: dict[str, dict[str, str]] = Field(default_factory=dict)
-    # directories put first on a treated arm's PATH (the local backend): the own
-    # environment's bin of an installed pypi intervention (adapters/intervention_install);
-    # never written in a profile file
+    # directories put first on a treated arm's PATH (both backends): an installed pypi
+    # intervention's path/ dir, holding only its command, a link into its environment's
+    # bin (adapters/intervention_install); never written in a profile file
     path_prepend: list[str] = Field(default_factory=list)
 
 
