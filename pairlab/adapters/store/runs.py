@@ -158,7 +158,9 @@ def pull_run(store: Store, run_id: str, dest: Path, *, workers: int | None = Non
 
 
 def _raise_first(failed: list[Future[bool]], total: int) -> None:
-    """Raise the first failure in manifest order, saying how many others failed."""
+    """Raise the first failure in manifest order, saying how many others failed among the
+    objects fetched (after a failure the pull starts nothing new: an object still queued
+    then is neither fetched nor counted)."""
     first = failed[0].exception()
     assert first is not None
     if len(failed) == 1 or not isinstance(first, PairlabError):

@@ -214,9 +214,10 @@ def test_a_parallel_pull_gets_every_object_and_a_corrupted_one_fails_clearly(
 ) -> None:
     """Issue 28: objects are fetched by a pool of threads; every object arrives verified.
     Two objects replaced in the store after publishing (the manifest keeps their hashes):
-    the error names the first in manifest order and counts the other, no ``.part`` or
-    manifest is left, what was verified stays, and a retry after repair fetches only
-    the two."""
+    the error names the first in manifest order and counts the other when it was fetched
+    (after a failure the pull starts nothing new, so whether the second had started is a
+    matter of thread timing: under load it may not have), no ``.part`` or manifest is
+    left, what was verified stays, and a retry after repair fetches only the two."""
     run_dir = write_eval_run(tmp_path / "local", "eval-par")
     for i in range(60):
         (run_dir / "extra" / f"n{i:02d}.txt").parent.mkdir(exist_ok=True)
@@ -239,7 +240,8 @@ def test_a_parallel_pull_gets_every_object_and_a_corrupted_one_fails_clearly(
     first = min(bad, key=keys.index)
     assert caught.value.reason == ReasonCode.INTEGRITY_FAILED
     assert f"integrity check failed for {first} " in caught.value.message
-    assert f"(and 1 other object of {len(keys)} failed)" in caught.value.message
+    counted = f"(and 1 other object of {len(keys)} failed)"
+    assert caught.value.message.endswith((counted, "bytes)")), caught.value.message
     assert not list(dest.rglob("*.part")) and not (dest / MANIFEST_NAME).exists()
     assert not any((dest / key).exists() for key in bad)
     for path in dest.rglob("*"):  # whatever landed is verified
