@@ -181,6 +181,20 @@ def form_field(page: Any, label: str) -> Any:
     )
 
 
+UI_WAIT_MS = 240_000  # each wait in the page; under load the v1 UI's bundle boots slowly
+
+
+def new_ui_page(browser: Any) -> Any:
+    """A 1440x1000 page whose waits (elements, navigations, ``expect``) allow UI_WAIT_MS."""
+    from playwright.sync_api import expect
+
+    page = browser.new_page(viewport={"width": 1440, "height": 1000})
+    page.set_default_timeout(UI_WAIT_MS)
+    page.set_default_navigation_timeout(UI_WAIT_MS)
+    expect.set_options(timeout=UI_WAIT_MS)
+    return page
+
+
 def launch_chromium(pw: Any) -> Any:
     from tests.support import CHROMIUM, CHROMIUM_ARGS
 

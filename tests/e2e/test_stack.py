@@ -374,7 +374,6 @@ def test_eval_through_two_workers_equals_in_process_and_pulls_back_from_garage(
 
 
 UI_RUN_ID = "stack-ui"
-UI_WAIT_MS = 240_000  # each wait in the page; under load the v1 UI's bundle boots slowly
 UI_RUN_DONE_S = 900
 
 
@@ -395,6 +394,7 @@ def test_eval_from_the_stack_ui_runs_on_its_workers_and_lands_in_garage(
         api,
         form_field,
         launch_chromium,
+        new_ui_page,
         runs_of,
         screenshot,
         wait_for_created_run,
@@ -409,10 +409,7 @@ def test_eval_from_the_stack_ui_runs_on_its_workers_and_lands_in_garage(
     with sync_playwright() as pw:
         browser = launch_chromium(pw)
         try:
-            page = browser.new_page(viewport={"width": 1440, "height": 1000})
-            page.set_default_timeout(UI_WAIT_MS)
-            page.set_default_navigation_timeout(UI_WAIT_MS)
-            expect.set_options(timeout=UI_WAIT_MS)
+            page = new_ui_page(browser)
             # deployment page -> Run -> Custom run, each step waiting for what it needs
             page.goto(f"{stack.url}/deployments/deployment/{deployment['id']}", wait_until="commit")
             run_button = page.get_by_role("button", name="Run", exact=True)

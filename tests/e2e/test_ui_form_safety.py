@@ -29,6 +29,7 @@ from tests.ui_support import (
     api,
     form_field,
     launch_chromium,
+    new_ui_page,
     runs_of,
     screenshot,
     serving,
@@ -40,7 +41,6 @@ RUN_ID = "ui-resume"
 TASKS = ["fix-median", "answer-cache-env", "config-production-cache"]
 DROPPED_TASK = "config-production-cache"
 RUN_DONE_S = 600
-UI_WAIT_MS = 240_000
 RUN_CREATED_S = 300
 
 pytestmark = [pytest.mark.timeout(2400)]
@@ -132,10 +132,7 @@ def test_the_form_cannot_hurt_the_operator(prefect_server: Any, tmp_path: Path) 
         with sync_playwright() as pw:
             browser = launch_chromium(pw)
             try:
-                page = browser.new_page(viewport={"width": 1440, "height": 1000})
-                page.set_default_timeout(UI_WAIT_MS)
-                page.set_default_navigation_timeout(UI_WAIT_MS)
-                expect.set_options(timeout=UI_WAIT_MS)
+                page = new_ui_page(browser)
                 submit = page.get_by_role("button", name="Submit")
 
                 # 1. An impossible number and an emptied required field: each refused

@@ -31,6 +31,7 @@ from tests.ui_support import (
     api,
     form_field,
     launch_chromium,
+    new_ui_page,
     runs_of,
     screenshot,
     serving,
@@ -43,8 +44,8 @@ RUN_ID = "ui-run"
 RUN_DONE_S = 600
 # Under load (a 2-core machine shared with builds) the v1 UI's bundle can take minutes to
 # boot. The test waits on what matters (an element of the page it needs, the flow run
-# through the API), never on a navigation event or "network idle"; this bounds each wait.
-UI_WAIT_MS = 240_000
+# through the API), never on a navigation event or "network idle"; ui_support.UI_WAIT_MS
+# bounds each wait.
 RUN_CREATED_S = 300
 
 pytestmark = [pytest.mark.timeout(1500)]
@@ -86,10 +87,7 @@ def test_trigger_eval_from_the_ui_and_follow_it(prefect_server: Any, tmp_path: P
         with sync_playwright() as pw:
             browser = launch_chromium(pw)
             try:
-                page = browser.new_page(viewport={"width": 1440, "height": 1000})
-                page.set_default_timeout(UI_WAIT_MS)
-                page.set_default_navigation_timeout(UI_WAIT_MS)
-                expect.set_options(timeout=UI_WAIT_MS)
+                page = new_ui_page(browser)
 
                 # Deployments list -> evidence-eval deployment page -> Run -> Custom run;
                 # each step waits for the element the next one needs, not a navigation.
