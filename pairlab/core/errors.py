@@ -52,6 +52,9 @@ class ReasonCode(StrEnum):
     INTERVENTION_LOCK_MISMATCH = "intervention-lock-mismatch"
     INTERVENTION_INSTALL_FAILED = "intervention-install-failed"
     ARM_NOT_SUPPORTED = "arm-not-supported"
+    # a usage recipe against the server's real tools/list (core/recipe_check), before any episode
+    RECIPE_UNKNOWN_TOOL = "recipe-unknown-tool"
+    RECIPE_INVALID_ARGUMENTS = "recipe-invalid-arguments"
     EXECUTION_FAILED = "execution-failed"
     USAGE_UNREADABLE = "usage-unreadable"
     PUBLISH_FAILED = "publish-failed"

@@ -45,6 +45,7 @@ from pairlab.core.schemas.profile import (
     InterventionStamp,
     RunnerProfile,
 )
+from pairlab.core.schemas.usage_recipe import TaskRecipe
 
 EMPTY_CLAUDE_MCP_CONFIG: Final = '{"mcpServers":{}}'
 
@@ -145,12 +146,17 @@ ARM_WIRING: Final = {"claude-mcp-config": claude_arm_args, "codex-mcp-servers": 
 ARM_ENV: Final = {"claude-mcp-config": claude_arm_env, "codex-mcp-servers": codex_arm_env}
 
 
-def stamp(identity: InterventionIdentity, server_name: str | None = None) -> InterventionStamp:
+def stamp(
+    identity: InterventionIdentity,
+    server_name: str | None = None,
+    recipes: dict[str, TaskRecipe] | None = None,
+) -> InterventionStamp:
     return InterventionStamp(
         id=identity.id,
         version=identity.version,
         manifest_sha256=identity.manifest_sha256,
         server_name=server_name,
+        recipes=recipes or {},
     )
 
 
@@ -171,7 +177,9 @@ def wire_profile(profile: RunnerProfile, manifest: InterventionManifest) -> Runn
                 f"run the intervention '{manifest.id}' (use a real-CLI profile: claude, codex)",
                 reason=ReasonCode.ARM_NOT_SUPPORTED,
             )
-        return profile.model_copy(update={"intervention": stamp(identity, manifest.mcp_name)})
+        return profile.model_copy(
+            update={"intervention": stamp(identity, manifest.mcp_name, manifest.recipes)}
+        )
     if manifest.seed_files:
         raise InvalidInputError(
             f"intervention '{manifest.id}': seed_files are declared but not yet placed by "
@@ -206,7 +214,7 @@ def wire_profile(profile: RunnerProfile, manifest: InterventionManifest) -> Runn
         update={
             "arm_args": arm_args,
             "treatment": treatment,
-            "intervention": stamp(identity, manifest.mcp_name),
+            "intervention": stamp(identity, manifest.mcp_name, manifest.recipes),
         }
     )
 

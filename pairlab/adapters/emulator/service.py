@@ -35,6 +35,7 @@ import json
 import threading
 import time
 from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qs
@@ -148,6 +149,8 @@ class EmulatorService:
     def register(self, registration: EpisodeRegistration, token: str | None = None) -> Episode:
         """Register an episode before its CLI starts; returns it (token, ledger path)."""
         script = task_script(registration.task_id, self.catalog_dir)
+        if registration.recipe is not None:  # the treated arm follows the recipe
+            script = replace(script, recipe=registration.recipe)
         with self._lock:
             if token is None:
                 token = derive_token(registration, set(self._episodes))

@@ -195,6 +195,8 @@ class RunEndpoint:
             if r.selects(task_id, arm, repetition)
             and not (replanned and r.fault.kind in HELD_FAULT_KINDS)
         ]
+        # a treated arm follows the intervention's usage recipe for the task (the baseline never)
+        stamp = self.profile.intervention
         registration = EpisodeRegistration(
             task_id=task_id,
             arm=arm,
@@ -203,6 +205,7 @@ class RunEndpoint:
             faults=faults,
             wrong_probability=self.settings.wrong_probability,
             episode_id=episode_id,
+            recipe=stamp.episode_recipe(task_id, arm) if stamp is not None else None,
         )
         token = f"ep-{derive_seed('pairlab.emulator.token', episode_id) % 16**12:012x}-{random_tokens.token_hex(3)}"
         handle = self.emulator.register_episode(registration, token)

@@ -37,6 +37,7 @@ from pairlab.core.emulator.quota_model import AccountPlan, QuotaSnapshot
 from pairlab.core.errors import InvalidInputError, ReasonCode
 from pairlab.core.schemas.base import StrictModel
 from pairlab.core.schemas.usage import UsageVector
+from pairlab.core.schemas.usage_recipe import EpisodeRecipe
 
 _Row = TypeVar("_Row", "EpisodeRow", "RequestRow")
 FaultKind = Literal[
@@ -91,6 +92,8 @@ class EpisodeRegistration(StrictModel):
     wrong_probability: float = Field(default=0.1, ge=0.0, le=1.0)
     episode_id: str | None = None  # the platform's episode id, for joining
     plan: AccountPlan | None = None  # the account's limits when this registration creates it
+    # the intervention's usage recipe for this task (treated arms only; never the baseline)
+    recipe: EpisodeRecipe | None = None
 
 
 class EpisodeRow(StrictModel):

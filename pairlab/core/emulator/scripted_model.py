@@ -24,6 +24,17 @@ The script (every choice drawn once from the seed, so turns vary between episode
 5. sometimes compile the changed Python files as a check;
 6. answer with the task's final answer.
 
+A third-party intervention's tools are called only through its **usage recipe**
+(``core/schemas/usage_recipe``), which the episode's registration hands to the treated
+arms (``TaskScript.recipe``; never the baseline): the recipe's calls replace the listing
+(step 1), each read (steps 2-3) or the check (step 5), at the same seeded points, in the
+CLI's own vocabulary (Claude ``mcp__<server>__<tool>``; Codex the namespace
+``mcp__<server with [^A-Za-z0-9_] as _>``), a deferred tool first loaded through the
+CLI's tool search. Its ``setup`` calls come once, before the first replaced step. When
+the request offers none of the step's first tool, the built-in step is played instead.
+Without a recipe a third-party server's tools are never called (the floor: their
+definitions only).
+
 With a small drawn probability the episode plays the **wrong** variant: the last
 change of the solution is left out and the final answer names nothing, so the
 task's grader fails (tests prove it for every catalog task). A tool the request does
@@ -36,7 +47,7 @@ from __future__ import annotations
 import re
 import shlex
 from collections.abc import Generator
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import Any, Final, Literal
 
 from pairlab.core.emulator.conversation import (
@@ -47,12 +58,24 @@ from pairlab.core.emulator.conversation import (
 )
 from pairlab.core.emulator.edits import FileChange, apply_patch_text, replacement
 from pairlab.core.findings.contract import normalize_text
+from pairlab.core.schemas.usage_recipe import EpisodeRecipe, RecipeStep, render
 from pairlab.core.stats.seeds import make_rng
 
 MCP_SERVER: Final = "token-optimizer"
-CLAUDE_MCP_PREFIX: Final = f"mcp__{MCP_SERVER}__"
-# Codex normalises a server name to [A-Za-z0-9_] in the namespace (measured: 0.163.0)
-CODEX_MCP_NAMESPACE: Final = "mcp__" + re.sub(r"[^A-Za-z0-9_]", "_", MCP_SERVER)
+
+
+def claude_mcp_prefix(server: str) -> str:
+    """Claude Code names an MCP tool ``mcp__<server>__<tool>``."""
+    return f"mcp__{server}__"
+
+
+def codex_mcp_namespace(server: str) -> str:
+    """Codex normalises a server name to [A-Za-z0-9_] in the namespace (measured: 0.163.0)."""
+    return "mcp__" + re.sub(r"[^A-Za-z0-9_]", "_", server)
+
+
+CLAUDE_MCP_PREFIX: Final = claude_mcp_prefix(MCP_SERVER)
+CODEX_MCP_NAMESPACE: Final = codex_mcp_namespace(MCP_SERVER)
 DEFAULT_WRONG_PROBABILITY: Final = 0.1
 WRONG_FINAL_ANSWER: Final = "I made the change I could; I did not find more to do."
 _EXPANSION_REF = re.compile(r"expansion reference:\s*(sha256:[0-9a-f]{64})")
@@ -78,6 +101,8 @@ class TaskScript:
     explore: tuple[str, ...] = ()
     finding_effects: tuple[tuple[str, str], ...] = ()
     harvest: tuple[tuple[tuple[str, Any], ...], ...] = ()  # wiki_write arguments (full arm)
+    # issue 26: the intervention's usage recipe for this task (treated arms only)
+    recipe: EpisodeRecipe | None = None
 
     def effect_of(self, claim: str) -> str | None:
         key = normalize_text(claim)
@@ -138,7 +163,8 @@ class _Context:
     task: TaskScript
     conv: Conversation
     choices: ScriptChoices
-    searched: bool = False  # the script called the CLI's tool search already
+    searched: set[str] = field(default_factory=set)  # servers loaded by the tool search
+    recipe_setup_done: bool = False
 
     def abs_path(self, rel: str) -> str:
         cwd = (self.conv.cwd or ".").rstrip("/")
@@ -148,53 +174,103 @@ class _Context:
 Script = Generator[ToolCall, PastCall, None]
 
 
-def _searched_in_history(conv: Conversation) -> bool:
-    """Whether an earlier turn called the tool search: the script then calls it again at
-    the same point on replay, even though the later request offers the tool directly."""
-    return any(p.name in (CLAUDE_SEARCH_TOOL, CODEX_SEARCH_TOOL) for p in conv.history)
+def _searched_in_history(conv: Conversation, server: str) -> bool:
+    """Whether an earlier turn called the tool search for ``server``'s tools: the script
+    then calls it again at the same point on replay, even though the later request offers
+    the tool directly. (Both CLIs' search queries name the server: ``select:mcp__<server>__…``,
+    ``<server> <tools>``.)"""
+    return any(
+        p.name in (CLAUDE_SEARCH_TOOL, CODEX_SEARCH_TOOL) and server in str(p.arguments)
+        for p in conv.history
+    )
 
 
-def _mcp_name(conv: Conversation, tool: str) -> str:
+def _mcp_name(conv: Conversation, tool: str, server: str = MCP_SERVER) -> str:
     if conv.dialect == "claude":
-        return CLAUDE_MCP_PREFIX + tool
-    return f"{CODEX_MCP_NAMESPACE}/{tool}"
+        return claude_mcp_prefix(server) + tool
+    return f"{codex_mcp_namespace(server)}/{tool}"
 
 
-def _mcp_discoverable(conv: Conversation) -> bool:
-    """The request says the intervention's tools can be found with the search tool."""
+def _mcp_discoverable(conv: Conversation, server: str = MCP_SERVER) -> bool:
+    """The request says the server's tools can be found with the search tool."""
     if conv.dialect == "claude":
+        prefix = claude_mcp_prefix(server)
         return conv.search_tool == CLAUDE_SEARCH_TOOL and any(
-            name.startswith(CLAUDE_MCP_PREFIX) for name in conv.deferred
+            name.startswith(prefix) for name in conv.deferred
         )
-    return conv.search_tool == CODEX_SEARCH_TOOL and MCP_SERVER in conv.search_hint
+    hint = conv.search_hint
+    return conv.search_tool == CODEX_SEARCH_TOOL and (
+        server in hint or codex_mcp_namespace(server) in hint
+    )
 
 
-def _search_call(conv: Conversation) -> ToolCall:
+def _search_call(
+    conv: Conversation, server: str = MCP_SERVER, tools: tuple[str, ...] | None = None
+) -> ToolCall:
+    """Load ``tools`` (default: every deferred tool of the reference server) at once."""
+    prefix = claude_mcp_prefix(server)
     if conv.dialect == "claude":
-        wanted = sorted(n for n in conv.deferred if n.startswith(CLAUDE_MCP_PREFIX))
-        wanted = wanted or [CLAUDE_MCP_PREFIX + t for t in ("read_file", "expand")]
+        names = {prefix + t for t in tools} if tools else None
+        wanted = sorted(
+            n for n in conv.deferred if n.startswith(prefix) and (names is None or n in names)
+        )
+        wanted = wanted or [prefix + t for t in (tools or ("read_file", "expand"))]
         return ToolCall(CLAUDE_SEARCH_TOOL, {"query": "select:" + ",".join(wanted)})
+    tools = tools or MCP_TOOLS
     return ToolCall(
         CODEX_SEARCH_TOOL,
-        {"query": f"{MCP_SERVER} {' '.join(MCP_TOOLS)}", "limit": len(MCP_TOOLS)},
+        {"query": f"{server} {' '.join(tools)}", "limit": len(tools)},
         kind="tool_search",
     )
 
 
-def _mcp_tool(ctx: _Context, tool: str) -> Generator[ToolCall, PastCall, ToolCall | None]:
-    """A call template for one of the intervention's MCP tools, or None when the request
-    does not offer it. A deferred tool is loaded with the CLI's tool search first."""
+def _mcp_tool(
+    ctx: _Context, tool: str, server: str = MCP_SERVER, load: tuple[str, ...] | None = None
+) -> Generator[ToolCall, PastCall, ToolCall | None]:
+    """A call template for one of ``server``'s MCP tools, or None when the request does
+    not offer it. A deferred tool is loaded with the CLI's tool search first (with the
+    tools of ``load`` alongside, once per server)."""
     conv = ctx.conv
-    name = _mcp_name(conv, tool)
-    if not ctx.searched and (
-        _searched_in_history(conv) or (not conv.has(name) and _mcp_discoverable(conv))
+    name = _mcp_name(conv, tool, server)
+    if server not in ctx.searched and (
+        _searched_in_history(conv, server)
+        or (not conv.has(name) and _mcp_discoverable(conv, server))
     ):
-        yield _search_call(conv)
-        ctx.searched = True
+        yield _search_call(conv, server, load)
+        ctx.searched.add(server)
     ref = conv.find(name)
     if ref is None:
         return None
     return ToolCall(ref.name, namespace=ref.namespace)
+
+
+def _recipe_step(
+    ctx: _Context, step: RecipeStep, file: str | None = None
+) -> Generator[ToolCall, PastCall, bool]:
+    """Play the recipe's calls for ``step`` (its ``setup`` first, once); False when there
+    is no recipe for the step or the request does not offer its first tool -- the caller
+    then plays the built-in step."""
+    played = ctx.task.recipe
+    calls = played.recipe.calls(step) if played is not None else []
+    if played is None or not calls:
+        return False
+    server, load = played.server, played.recipe.tools
+    first = yield from _mcp_tool(ctx, calls[0].tool, server, load)
+    if first is None:
+        return False
+    fields = {"workspace": (ctx.conv.cwd or ".").rstrip("/") or "/"}
+    if file is not None:
+        fields["file"] = file
+    if not ctx.recipe_setup_done:
+        ctx.recipe_setup_done = True
+        calls = [*played.recipe.setup, *calls]
+    for call in calls:
+        template = yield from _mcp_tool(ctx, call.tool, server, load)
+        if template is not None:
+            yield ToolCall(
+                template.name, render(call.arguments, fields), namespace=template.namespace
+            )
+    return True
 
 
 def _read(ctx: _Context, rel: str, *, to_edit: bool) -> Generator[ToolCall, PastCall, bool]:
@@ -209,6 +285,8 @@ def _read(ctx: _Context, rel: str, *, to_edit: bool) -> Generator[ToolCall, Past
             expand = yield from _mcp_tool(ctx, "expand")
             if expand is not None:
                 yield ToolCall(expand.name, {"ref": match.group(1)}, namespace=expand.namespace)
+        return True
+    if (yield from _recipe_step(ctx, "read_file", rel)):
         return True
     if ctx.conv.dialect == "claude" and ctx.conv.has("Read"):
         yield ToolCall("Read", {"file_path": ctx.abs_path(rel)})
@@ -286,7 +364,8 @@ def _script(ctx: _Context) -> Script:
     else:
         for path in task.explore:
             yield from _read(ctx, path, to_edit=False)
-    if choices.list_files and conv.has(shell):
+    listed = choices.list_files and (yield from _recipe_step(ctx, "list_files"))
+    if choices.list_files and not listed and conv.has(shell):
         if conv.dialect == "claude":
             yield ToolCall("Bash", {"command": "ls -R", "description": "List the project's files"})
         else:
@@ -307,7 +386,8 @@ def _script(ctx: _Context) -> Script:
         for group in groups:
             yield ToolCall("apply_patch", raw_input=apply_patch_text(group), kind="custom")
     py_files = [c.path for c in changes if c.path.endswith(".py")]
-    if choices.compile_check and py_files and conv.has(shell):
+    checked = choices.compile_check and py_files and (yield from _recipe_step(ctx, "final_check"))
+    if choices.compile_check and py_files and not checked and conv.has(shell):
         # ast.parse checks the syntax without writing __pycache__ into the workspace
         command = (
             "python3 -c 'import ast, sys; [ast.parse(open(p).read(), p) for p in sys.argv[1:]]' "
@@ -388,6 +468,8 @@ __all__ = [
     "ScriptChoices",
     "TaskScript",
     "ToolCall",
+    "claude_mcp_prefix",
+    "codex_mcp_namespace",
     "final_text",
     "next_turn",
 ]

@@ -26,6 +26,12 @@ Rules enforced here, before anything runs (each refusal is an
 validated model as sorted, compact JSON), so formatting and comments do not change it
 and any change of meaning does. Records, manifests and cohort keys carry
 :class:`InterventionIdentity` (id, version, that hash).
+
+``recipes`` (optional, part of schema version 1) declares per catalog task which of the
+server's tool calls replace which built-in step of the scripted model
+(``core/schemas/usage_recipe``; an unknown placeholder is ``invalid-intervention``);
+whether the tools exist and the arguments fit is checked against the server's real
+``tools/list`` (``core/recipe_check``).
 """
 
 from __future__ import annotations
@@ -43,6 +49,7 @@ from pydantic_core import ErrorDetails
 
 from pairlab.core.errors import InvalidInputError, ReasonCode
 from pairlab.core.schemas.base import StrictModel
+from pairlab.core.schemas.usage_recipe import TaskRecipe
 
 TreatedArm = Literal["optimizer", "retrieval", "full"]
 TREATED_ARMS: Final[tuple[TreatedArm, ...]] = ("optimizer", "retrieval", "full")
@@ -175,6 +182,9 @@ class InterventionManifest(StrictModel):
     arms: dict[TreatedArm, ArmWiring | Literal["unsupported"]]
     seed_files: list[SeedFile] = Field(default_factory=list)
     startup_timeout_s: int = Field(ge=1, le=600)
+    # per catalog task id: which of its tool calls replace which built-in step of the
+    # scripted model (core/schemas/usage_recipe); a task without one measures the floor
+    recipes: dict[str, TaskRecipe] = Field(default_factory=dict)
 
     @field_validator("id")
     @classmethod
@@ -188,6 +198,14 @@ class InterventionManifest(StrictModel):
     def _server_name_shape(cls, value: str | None) -> str | None:
         if value is not None and not _SERVER_NAME.match(value):
             raise ValueError(f"server_name {value!r}: letters, digits, '_' and '-' only")
+        return value
+
+    @field_validator("recipes")
+    @classmethod
+    def _recipe_tasks(cls, value: dict[str, TaskRecipe]) -> dict[str, TaskRecipe]:
+        bad = [task for task in value if not _ID.match(task)]
+        if bad:
+            raise ValueError(f"recipes: keys are catalog task ids (bad: {bad})")
         return value
 
     @field_validator("env_vars")
@@ -251,10 +269,12 @@ class InterventionIdentity:
 
 def canonical_json(manifest: InterventionManifest) -> str:
     """The manifest's canonical content: every field (defaults included), keys sorted,
-    no whitespace -- what :func:`manifest_sha256` hashes."""
-    return json.dumps(
-        manifest.model_dump(mode="json"), sort_keys=True, separators=(",", ":"), ensure_ascii=False
-    )
+    no whitespace -- what :func:`manifest_sha256` hashes. ``recipes`` is left out when
+    empty, so a manifest without recipes hashes as it did before the field existed."""
+    data = manifest.model_dump(mode="json")
+    if not data.get("recipes"):
+        data.pop("recipes", None)
+    return json.dumps(data, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
 
 
 def manifest_sha256(manifest: InterventionManifest) -> str:

@@ -15,6 +15,7 @@ from pydantic import Field, ValidationError, field_validator, model_validator
 
 from pairlab.core.errors import InvalidInputError, ReasonCode
 from pairlab.core.schemas.base import StrictModel
+from pairlab.core.schemas.usage_recipe import EpisodeRecipe, TaskRecipe
 
 
 class IsolationFlag(StrictModel):
@@ -89,6 +90,17 @@ class InterventionStamp(StrictModel):
     # treated episode loaded it (core/intervention_health); never serialized (the manifest
     # hash already names it), so stored stamps read back without it
     server_name: str | None = Field(default=None, exclude=True)
+    # its usage recipes per catalog task (the manifest's ``recipes``), which the run's
+    # emulator registration hands a treated episode's scripted model; never serialized
+    recipes: dict[str, TaskRecipe] = Field(default_factory=dict, exclude=True)
+
+    def episode_recipe(self, task_id: str, arm: str) -> EpisodeRecipe | None:
+        """The recipe a ``task_id`` episode of ``arm`` follows: None for the baseline, for
+        a task without one and when the server's name is unknown."""
+        recipe = self.recipes.get(task_id)
+        if arm == "baseline" or recipe is None or self.server_name is None:
+            return None
+        return EpisodeRecipe(server=self.server_name, recipe=recipe)
 
 
 # The element of a treated arm's args the intervention's generated wiring replaces.
