@@ -127,6 +127,8 @@ def run_one_episode(
     # loaded, or why not (core/intervention_health); null on the baseline or when unobserved
     result["intervention_status"] = health.status.value if health else None
     result["intervention_detail"] = health.detail if health else None
+    # its tool calls, errors and oversized results (null: that source was not read)
+    result["intervention_tools"] = health.tools.to_json() if health and health.tools else None
     result |= {"account": account_name}
     return result | _outcome_json(episode, outcome, got, truth, keep)
 

@@ -39,6 +39,23 @@ manifest's ``startup_timeout_s``); a wrapper would add a process to every treate
 episode, change the measured startup and the command each CLI starts, and still not
 see what the model was offered, which only the ledger knows.
 
+**The intervention's tool calls** (:class:`ToolOutcomes`, on the loaded episode's
+health too): a tool that errors or returns a payload larger than the CLI accepts is the
+intervention's own behaviour, part of its effect -- the episode is recorded with the
+counts and graded as it ended, never excluded for it. Each count is read where it shows:
+
+* ``calls`` and ``errors`` from the CLI's transcript (its stdout events, read by its
+  adapter: Claude Code's ``tool_use`` / ``tool_result`` with ``is_error``; Codex's
+  ``mcp_tool_call`` items with ``status: failed``). Codex sends the model an
+  ``isError: true`` result as plain text, so only its own events tell an error.
+* ``oversized`` from the emulator's ledger: the results the CLI sent back cut --
+  refused, persisted to a file with a preview, or truncated
+  (``core/emulator/conversation.is_cut_result``; each CLI's mark and limit measured
+  there) -- counted on the last model request, which resends the whole history.
+
+A count whose source could not be read is None (no transcript events; no ledger, or one
+written before the field), never 0.
+
 Null stays null: the baseline gets no status (None), and so does a treated episode with
 neither a ledger (no emulator: an account run) nor a report, or whose ledger holds no
 model request while the CLI said nothing about the server.
@@ -84,9 +101,31 @@ class ServerReport:
 
 
 @dataclass(frozen=True)
+class ToolCallsSeen:
+    """What the CLI's transcript says of the intervention's tool calls: how many, and how
+    many failed (a JSON-RPC error or an ``isError: true`` result)."""
+
+    calls: int
+    errors: int
+
+
+@dataclass(frozen=True)
+class ToolOutcomes:
+    """The intervention's tool calls in one treated episode (None: not readable)."""
+
+    calls: int | None
+    errors: int | None
+    oversized: int | None
+
+    def to_json(self) -> dict[str, int | None]:
+        return {"calls": self.calls, "errors": self.errors, "oversized": self.oversized}
+
+
+@dataclass(frozen=True)
 class InterventionHealth:
     status: InterventionStatus
     detail: str
+    tools: ToolOutcomes | None = None
 
     @property
     def is_fault(self) -> bool:
@@ -102,6 +141,41 @@ def server_offered(row: RequestRow, server_name: str) -> bool:
         return True
     sources = _SOURCE_LINE.findall(row.tool_search_sources or "")
     return any(name in sources for name in names)
+
+
+def _is_server_tool(qualified: str, server_name: str) -> bool:
+    """``mcp__<server>__<tool>`` (Claude Code) or ``mcp__<server>/<tool>`` (Codex's
+    namespace, ``-`` as ``_``)."""
+    names = {server_name, server_name.replace("-", "_")}
+    return any(qualified.startswith((f"mcp__{n}__", f"mcp__{n}/")) for n in names)
+
+
+def count_oversized(requests: Sequence[RequestRow] | None, server_name: str) -> int | None:
+    """How many of the server's tool results the CLI sent back cut, per the ledger's last
+    model request that recorded them (it resends the whole history); None without one."""
+    if requests is None:
+        return None
+    model = [
+        r
+        for r in requests
+        if is_model_request(r) and r.request_index >= 0 and r.tool_results_cut is not None
+    ]
+    if not model:
+        return None
+    last = max(model, key=lambda r: r.request_index)
+    return sum(_is_server_tool(name, server_name) for name in last.tool_results_cut or ())
+
+
+def tool_outcomes(
+    seen: ToolCallsSeen | None, requests: Sequence[RequestRow] | None, server_name: str
+) -> ToolOutcomes:
+    """The episode's :class:`ToolOutcomes`: calls and errors from the transcript, the
+    oversized count from the ledger (each None when its source was not readable)."""
+    return ToolOutcomes(
+        calls=seen.calls if seen is not None else None,
+        errors=seen.errors if seen is not None else None,
+        oversized=count_oversized(requests, server_name),
+    )
 
 
 def _offered(requests: Sequence[RequestRow], server_name: str) -> list[bool] | None:
@@ -187,7 +261,25 @@ def count_intervention_health(records: Sequence[EpisodeRecord]) -> dict[str, obj
         "judged": len(judged),
         "loaded": len(judged) - sum(faults.values()),
         "not_there": dict(sorted(faults.items(), key=lambda kv: (-kv[1], kv[0]))),
+        "tools": _sum_tools(judged),
     }
+
+
+def _sum_tools(records: Sequence[EpisodeRecord]) -> dict[str, int | None]:
+    """The intervention's tool calls, errors and oversized results summed over the
+    episodes where each was read, with how many those were (``*_read``); a count no
+    episode read is None (unknown), never 0. Graded episodes all: a tool's error or an
+    oversized payload is the intervention's behaviour, not a reason to exclude."""
+    out: dict[str, int | None] = {}
+    for key in ("calls", "errors", "oversized"):
+        read = [
+            getattr(r.intervention_tools, key)
+            for r in records
+            if r.intervention_tools is not None and getattr(r.intervention_tools, key) is not None
+        ]
+        out[key] = sum(read) if read else None
+        out[f"{key}_read"] = len(read)
+    return out
 
 
 __all__ = [
@@ -195,7 +287,11 @@ __all__ = [
     "InterventionHealth",
     "InterventionStatus",
     "ServerReport",
+    "ToolCallsSeen",
+    "ToolOutcomes",
     "count_intervention_health",
+    "count_oversized",
     "judge_intervention",
     "server_offered",
+    "tool_outcomes",
 ]

@@ -23,7 +23,12 @@ from pairlab.core.quota.consumption import (
     ConcurrentUse,
     interval_consumption,
 )
-from pairlab.core.schemas.episode import EpisodeRecord, GraderCheck, Transcript
+from pairlab.core.schemas.episode import (
+    EpisodeRecord,
+    GraderCheck,
+    InterventionTools,
+    Transcript,
+)
 from pairlab.core.schemas.profile import InterventionStamp
 from pairlab.core.schemas.quota import QuotaObservation
 from pairlab.core.schemas.usage import UsageVector
@@ -225,6 +230,11 @@ def build_episode_record(
         excluded_reason=grading.exclusion,
         intervention_status=grading.intervention.status.value if grading.intervention else None,
         intervention_detail=grading.intervention.detail if grading.intervention else None,
+        intervention_tools=(
+            InterventionTools.model_validate(grading.intervention.tools.to_json())
+            if grading.intervention and grading.intervention.tools
+            else None
+        ),
         grader_checks=list(grading.checks),
         tool_calls=usage.tool_calls,
         api_calls=usage.api_calls,

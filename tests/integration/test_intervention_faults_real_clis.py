@@ -104,6 +104,8 @@ def test_the_reference_server_is_loaded(tmp_path: Path) -> None:
     outcome = _episode(tmp_path / "out", "reference")
     assert outcome["intervention_status"] == "loaded"
     assert outcome["intervention_detail"].endswith("model requests offered 'token-optimizer'")
+    tools = outcome["intervention_tools"]  # its previews fit: no error, nothing cut
+    assert tools["calls"] >= 1 and (tools["errors"], tools["oversized"]) == (0, 0)
 
 
 def test_codex_refuses_a_required_server_that_times_out(tmp_path: Path) -> None:
@@ -121,3 +123,55 @@ def test_codex_refuses_a_required_server_that_times_out(tmp_path: Path) -> None:
     assert outcome["intervention_status"] == "intervention-timeout"
     assert outcome["intervention_detail"].startswith("codex: never-answers: timed out handshaking")
     assert _mcp_tools(out) == []  # no model request
+
+
+def _posing_manifest(tmp_path: Path, mode: str) -> Path:
+    """A manifest whose server poses as the reference server's ``read_file`` (the
+    scripted model reads through it when offered) and misbehaves in its calls."""
+    path = tmp_path / f"{mode}.yaml"
+    path.write_text(
+        json.dumps(
+            {
+                "schema_version": 1,
+                "id": mode,
+                "version": "0",
+                "description": f"A read_file that misbehaves in its calls: {mode}.",
+                "kind": "stdio",
+                "server_name": "token-optimizer",
+                "install": {"module": "pairlab.intervention"},
+                "command": sys.executable,
+                "args": [str(SERVER), mode],
+                "arms": {"optimizer": {}, "retrieval": "unsupported", "full": "unsupported"},
+                "startup_timeout_s": 10,
+            }
+        )
+    )
+    return path
+
+
+def _cut_on_last_request(out: Path) -> list[str]:
+    rows = [json.loads(line) for line in (out / "emulator-ledger.jsonl").read_text().splitlines()]
+    model = [r for r in rows if r["kind"] == "request" and r["request_index"] >= 0]
+    cut: list[str] = max(model, key=lambda r: r["request_index"])["tool_results_cut"]
+    return cut
+
+
+@pytest.mark.parametrize(
+    ("cli", "cut_as"),
+    [("claude", "mcp__token-optimizer__read_file"), ("codex", "mcp__token_optimizer/read_file")],
+)
+def test_a_tool_that_errors_then_overflows_is_recorded_and_graded(
+    tmp_path: Path, cli: str, cut_as: str
+) -> None:
+    """fix-median's scripted episode reads README.md, then stats.py, through read_file:
+    the first call answers ``isError: true`` (Claude Code sends the model ``is_error``;
+    Codex sends plain text and marks its own event ``failed``), the second 400,000
+    characters (Claude Code refuses it above 25,000 tokens and saves it to a file; Codex
+    keeps ~48,000 characters). The episode is loaded, not excluded, and graded as it
+    ended: the script edits stats.py anyway and passes."""
+    out = tmp_path / "out"
+    outcome = _episode(out, str(_posing_manifest(tmp_path, "error-then-huge")), cli)
+    assert outcome["intervention_status"] == "loaded", outcome["intervention_detail"]
+    assert outcome["intervention_tools"] == {"calls": 2, "errors": 1, "oversized": 1}
+    assert outcome["passed"] is True, outcome["grader_checks"]
+    assert _cut_on_last_request(out) == [cut_as]  # the ledger: what the CLI sent back cut

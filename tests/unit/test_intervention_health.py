@@ -38,6 +38,14 @@ from pairlab.core.records import (
 from pairlab.core.schemas.episode import EpisodeRecord
 
 S = InterventionStatus
+NO_TOOLS_READ = {
+    "calls": None,
+    "calls_read": 0,
+    "errors": None,
+    "errors_read": 0,
+    "oversized": None,
+    "oversized_read": 0,
+}
 SERVER = "mcp-server-git"
 
 
@@ -238,11 +246,13 @@ def test_the_report_counts_them_and_unjudged_runs_stay_null() -> None:
         "judged": 4,
         "loaded": 1,
         "not_there": {"intervention-not-loaded": 2, "intervention-timeout": 1},
+        "tools": NO_TOOLS_READ,  # no tool outcome recorded: unknown, not 0
     }
     fact = intervention_health_fact(health)
     assert fact == (
         " · intervention loaded in 1 of 4 judged treated episodes (5 treated); not there: "
-        "2 intervention-not-loaded, 1 intervention-timeout (excluded from effects)"
+        "2 intervention-not-loaded, 1 intervention-timeout (excluded from effects); its tools: "
+        "— calls, — errors, — oversized (kept, graded as they ended)"
     )
     assert fact in render_report_markdown({"intervention_health": health}, {})
     # nothing judged (the simulator's fixed treatment; records written before): null
@@ -280,6 +290,7 @@ def test_a_not_loaded_episode_is_left_out_of_effects_and_counted_in_report_json(
         "judged": 1,
         "loaded": 0,
         "not_there": {"intervention-not-loaded": 1},
+        "tools": NO_TOOLS_READ,
     }
 
     def excluded(payload: dict[str, object]) -> int:

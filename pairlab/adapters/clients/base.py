@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any, Literal, Protocol
 
 from pairlab.core.errors import EnvironmentUnavailable, ReasonCode
-from pairlab.core.intervention_health import ServerReport
+from pairlab.core.intervention_health import ServerReport, ToolCallsSeen
 from pairlab.core.schemas.usage import UsageVector
 
 Scope = Literal["user", "project"]
@@ -45,6 +45,11 @@ class Planter(Protocol):
 
 def no_server_report(stdout: str, stderr: str, home: Path, server_name: str) -> ServerReport | None:
     """A CLI that states nothing about its MCP servers (the ledger alone judges)."""
+    return None
+
+
+def no_tool_calls_seen(stdout: str, server_name: str) -> ToolCallsSeen | None:
+    """A CLI whose stdout says nothing of its tool calls (unknown: None)."""
     return None
 
 
@@ -87,6 +92,9 @@ class RealCli:
     # its own account of an intervention's server (stdout, stderr, collected HOME, server
     # name): how the connection went (core/intervention_health); None where it has none
     server_report: Callable[[str, str, Path, str], ServerReport | None] = no_server_report
+    # its transcript's account of the intervention's tool calls (stdout, server name):
+    # how many, how many failed; None where its stdout holds no event to read
+    tool_calls_seen: Callable[[str, str], ToolCallsSeen | None] = no_tool_calls_seen
 
 
 def unavailable(name: str, wheel: str, detail: str) -> EnvironmentUnavailable:

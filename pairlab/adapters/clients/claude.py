@@ -41,7 +41,7 @@ from pairlab.adapters.clients.base import (
 )
 from pairlab.adapters.usage.claude import claude_vector
 from pairlab.core.emulator.conversation import claude_conversation
-from pairlab.core.intervention_health import Connection, ServerReport
+from pairlab.core.intervention_health import Connection, ServerReport, ToolCallsSeen
 from pairlab.core.schemas.usage import UsageVector
 
 WHEEL: Final = "claude-agent-sdk"
@@ -170,6 +170,32 @@ def claude_server_report(
     return logged
 
 
+def claude_tool_calls_seen(stdout: str, server_name: str) -> ToolCallsSeen | None:
+    """The server's ``mcp__<server>__`` calls in the stream-json transcript (assistant
+    ``tool_use`` blocks) and how many of their ``tool_result`` blocks came back
+    ``is_error`` (a JSON-RPC error and an ``isError: true`` result alike, measured with
+    2.1.x). Claude Code's refusal of an oversized result is not ``is_error``: the ledger
+    counts those. None: no stream-json event on stdout."""
+    prefix = f"mcp__{server_name}__"
+    ids: set[str] = set()
+    errors, any_event = 0, False
+    for message in json_lines(stdout):
+        kind = message.get("type")
+        any_event = any_event or kind in ("system", "assistant", "user", "result")
+        inner = message.get("message")
+        content = inner.get("content") if isinstance(inner, dict) else None
+        for block in content if isinstance(content, list) else []:
+            if not isinstance(block, dict):
+                continue
+            kind_of = (kind, block.get("type"))
+            if kind_of == ("assistant", "tool_use"):
+                if str(block.get("name", "")).startswith(prefix):
+                    ids.add(str(block.get("id")))
+            elif kind_of == ("user", "tool_result") and str(block.get("tool_use_id")) in ids:
+                errors += block.get("is_error") is True
+    return ToolCallsSeen(calls=len(ids), errors=errors) if any_event else None
+
+
 def claude_server_listing(body: dict[str, Any], server: str) -> ServerListing:
     """The request's ``mcp__<server>__<tool>`` tools: their names (in ``tools`` or in the
     deferred-tools listing), the definitions of those in ``tools`` (loaded), and the
@@ -245,6 +271,7 @@ CLAUDE: Final = RealCli(
     server_listing=claude_server_listing,
     plant_config=plant_claude,
     server_report=claude_server_report,
+    tool_calls_seen=claude_tool_calls_seen,
 )
 
 __all__ = [
@@ -254,5 +281,6 @@ __all__ = [
     "claude_offered_servers",
     "claude_result_usage",
     "claude_server_listing",
+    "claude_tool_calls_seen",
     "plant_claude",
 ]

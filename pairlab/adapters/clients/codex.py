@@ -36,7 +36,7 @@ from pairlab.adapters.clients.base import (
     unavailable,
 )
 from pairlab.adapters.usage.codex import codex_vector
-from pairlab.core.intervention_health import Connection, ServerReport
+from pairlab.core.intervention_health import Connection, ServerReport, ToolCallsSeen
 from pairlab.core.schemas.usage import UsageVector
 
 WHEEL: Final = "openai-codex-cli-bin"
@@ -125,6 +125,27 @@ def codex_turn_usage(stdout: str) -> UsageVector | None:
     return codex_vector(
         {f: usage[f] if isinstance(usage.get(f), int) else None for f in _TURN_USAGE_FIELDS}
     )
+
+
+def codex_tool_calls_seen(stdout: str, server_name: str) -> ToolCallsSeen | None:
+    """The server's calls in the ``--json`` transcript (``item.completed`` items of type
+    ``mcp_tool_call``) and how many ended ``status: failed`` -- an ``isError: true``
+    result (which Codex sends the model as plain text) or a JSON-RPC error (measured with
+    0.1xx). None: no event on stdout."""
+    calls = errors = 0
+    any_event = False
+    for obj in json_lines(stdout):
+        any_event = any_event or isinstance(obj.get("type"), str)
+        item = obj.get("item")
+        if (
+            obj.get("type") == "item.completed"
+            and isinstance(item, dict)
+            and item.get("type") == "mcp_tool_call"
+            and item.get("server") == server_name
+        ):
+            calls += 1
+            errors += item.get("status") == "failed" or item.get("error") is not None
+    return ToolCallsSeen(calls=calls, errors=errors) if any_event else None
 
 
 def codex_offered_servers(body: dict[str, Any]) -> set[str]:
@@ -226,6 +247,7 @@ CODEX: Final = RealCli(
     server_listing=codex_server_listing,
     plant_config=plant_codex,
     server_report=codex_server_report,
+    tool_calls_seen=codex_tool_calls_seen,
 )
 
 __all__ = [
@@ -234,6 +256,7 @@ __all__ = [
     "codex_final_answer",
     "codex_offered_servers",
     "codex_server_listing",
+    "codex_tool_calls_seen",
     "codex_turn_usage",
     "plant_codex",
 ]

@@ -24,6 +24,7 @@ from typing import Any, Literal
 from pairlab.adapters.emulator.episodes import Account, Episode, LedgerWriter
 from pairlab.adapters.emulator.providers import PROVIDERS, Provider, ProviderApi, Wire
 from pairlab.adapters.emulator.reply import Refusal, Reply, json_reply, sse_frame
+from pairlab.core.emulator.conversation import cut_results
 from pairlab.core.emulator.prompt_blocks import MalformedRequest, PromptLayout, canonical_text
 from pairlab.core.emulator.quota_model import QuotaSnapshot
 from pairlab.core.emulator.request_ledger import Fault, RequestRow, TurnInfo
@@ -232,6 +233,7 @@ class ModelApi:
         offered: tuple[str, ...],
         cache_key: str | None,
         search_sources: str = "",
+        cut: list[str] | None = None,
     ) -> None:
         call.row = call.row.model_copy(
             update={
@@ -240,6 +242,7 @@ class ModelApi:
                 "stream": body.get("stream") is True,
                 "tools_offered": list(offered),
                 "tool_search_sources": search_sources or None,
+                "tool_results_cut": cut,
                 "system_sha256": _system_sha256(body, call.api),
                 "input_tokens_total": layout.total_tokens,
                 "turn": TurnInfo(step=turn.step, action=turn.action, variant=turn.variant),
@@ -286,7 +289,9 @@ class ModelApi:
             episode.script, conv, seed=reg.seed, wrong_probability=reg.wrong_probability
         )
         key = api.cache_key(body)
-        self._turn(call, body, layout, turn, conv.offered_names, key, conv.search_hint)
+        self._turn(
+            call, body, layout, turn, conv.offered_names, key, conv.search_hint, cut_results(conv)
+        )
         fault = episode.fault_at(call.row.request_index)
         stream = body.get("stream") is True
         now = self.clock()

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -40,7 +40,11 @@ from pairlab.core.emulator.run_settings import EmulatorSettings
 from pairlab.core.errors import InvalidInputError, PairlabError, ReasonCode
 from pairlab.core.findings.evidence import EpisodeEvidence
 from pairlab.core.intervention_health import BASELINE as BASELINE_ARM
-from pairlab.core.intervention_health import InterventionHealth, judge_intervention
+from pairlab.core.intervention_health import (
+    InterventionHealth,
+    judge_intervention,
+    tool_outcomes,
+)
 from pairlab.core.provider_limit import ProviderLimit, provider_limit
 from pairlab.core.schemas.catalog import TaskEntry
 from pairlab.core.schemas.episode import GraderCheck
@@ -146,9 +150,13 @@ class RunEnvironment:
             if self.provider is not None and registered is not None
             else None
         )
-        return judge_intervention(
+        health = judge_intervention(
             arm=arm, server_name=stamp.server_name, requests=rows, report=report
         )
+        if health is None:
+            return None
+        seen = cli.tool_calls_seen(stdout, stamp.server_name) if cli is not None else None
+        return replace(health, tools=tool_outcomes(seen, rows, stamp.server_name))
 
     def close(self) -> None:
         if self.provider is not None:

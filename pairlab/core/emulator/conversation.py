@@ -34,6 +34,18 @@ _DEFERRED_INTRO = re.compile(r"deferred tools are now available via ToolSearch[^
 _FUNCTION_DEF = re.compile(r"<function>(\{.*?\})</function>", re.S)
 _CLAUDE_CWD = re.compile(r"Primary working directory:\s*(\S+)")
 _CODEX_CWD = re.compile(r"<cwd>([^<]+)</cwd>")
+# How each CLI marks a tool result it did not pass to the model whole (measured against
+# the emulator, issue 26 item 6): Claude Code 2.x refuses one above MAX_MCP_OUTPUT_TOKENS
+# (25,000 tokens, counted with the provider's count_tokens) -- "Error: result (N
+# characters across M lines) exceeds maximum allowed tokens. Output has been saved to
+# <file>" -- and persists one above 50,000 characters to a file, sending a 2 KB preview
+# ("<persisted-output>"); Codex 0.1xx keeps ~48,000 characters of an MCP text output,
+# head and tail, with "…N tokens truncated…" between.
+_CUT_MARKS = re.compile(
+    r"^Error: result \([\d,]+ characters across [\d,]+ lines\) exceeds maximum allowed tokens"
+    r"|^<persisted-output>\s*Output too large"
+    r"|…[\d,]+ tokens truncated…"
+)
 
 
 @dataclass(frozen=True)
@@ -247,6 +259,18 @@ def codex_conversation(body: Mapping[str, Any]) -> Conversation:
     )
 
 
+def is_cut_result(text: str | None) -> bool:
+    """Whether a tool result, as the CLI sent it back, carries the CLI's mark of a payload
+    it did not pass whole (refused, persisted to a file with a preview, or truncated)."""
+    return text is not None and _CUT_MARKS.search(text.lstrip()) is not None
+
+
+def cut_results(conv: Conversation) -> list[str]:
+    """The calls of the request's history (qualified names, in order) whose result the
+    CLI cut (:func:`is_cut_result`)."""
+    return [p.name for p in conv.history if is_cut_result(p.output)]
+
+
 def tool_search_sources(body: Mapping[str, Any]) -> str:
     """The text of Codex's tool_search description (it names the servers it can search)."""
     for spec in body.get("tools") or []:
@@ -264,5 +288,7 @@ __all__ = [
     "ToolRef",
     "claude_conversation",
     "codex_conversation",
+    "cut_results",
+    "is_cut_result",
     "tool_search_sources",
 ]

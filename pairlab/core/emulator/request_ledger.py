@@ -141,6 +141,11 @@ class RequestRow(StrictModel):
     # deferred behind it (they are not in tools_offered until a search loads them); None
     # when the request offers no such tool
     tool_search_sources: str | None = None
+    # the calls of the request's history whose result the CLI sent back cut (refused,
+    # persisted or truncated: conversation.is_cut_result), qualified names in order; each
+    # request resends the history, so the last request holds the episode's; None on
+    # ledgers written before (issue 26 item 6) and on requests that are not model requests
+    tool_results_cut: list[str] | None = None
     system_sha256: str | None = None
     request_sha256: str | None = None
     request_bytes: int = 0

@@ -198,7 +198,23 @@ def intervention_health_fact(health: Any) -> str:
     if not_there:
         listed = ", ".join(f"{n} {status}" for status, n in not_there.items())
         text += f"; not there: {listed} (excluded from effects)"
-    return text
+    return text + _tools_fact(health.get("tools"))
+
+
+def _tools_fact(tools: Any) -> str:
+    """``; its tools: 12 calls, 2 errors, 1 oversized (graded as they ended)``; a count
+    no episode read is ``n/a``; empty for a report written before the counts."""
+    if not isinstance(tools, Mapping):
+        return ""
+
+    def count(key: str) -> str:
+        value = tools.get(key)
+        return NULL if value is None else str(value)
+
+    return (
+        f"; its tools: {count('calls')} calls, {count('errors')} errors, "
+        f"{count('oversized')} oversized (kept, graded as they ended)"
+    )
 
 
 def group_title(group: Mapping[str, Any]) -> str:

@@ -60,6 +60,18 @@ class Transcript(CamelModel):
     stderr: str | None = None
 
 
+class InterventionTools(CamelModel):
+    """The intervention's tool calls in a treated episode (issue 26 item 6): ``calls`` and
+    ``errors`` as the CLI's transcript tells them, ``oversized`` -- results the CLI sent
+    the model cut (refused, persisted with a preview, truncated) -- from the emulator's
+    ledger. Null: that source was not read (never 0). The episode stays graded as it
+    ended: these are the intervention's behaviour (core/intervention_health.py)."""
+
+    calls: int | None = Field(default=None, ge=0)
+    errors: int | None = Field(default=None, ge=0)
+    oversized: int | None = Field(default=None, ge=0)
+
+
 class EpisodeRecord(CamelModel):
     schema_version: Literal[2] = 2
     # --- the seed's fields -------------------------------------------------
@@ -140,6 +152,8 @@ class EpisodeRecord(CamelModel):
     # excludedReason); null on the baseline, when nothing was observed, and before
     intervention_status: InterventionStatusWord | None = None
     intervention_detail: str | None = None
+    # issue 26 item 6: its tool calls, errors and oversized results (null before)
+    intervention_tools: InterventionTools | None = None
 
     @property
     def intervention_key(self) -> str | None:
