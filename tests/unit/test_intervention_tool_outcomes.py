@@ -1,7 +1,7 @@
 """The intervention's tool calls that error or come back cut (issue 26 item 6), read from
 the lines the real CLIs wrote and sent (measured against the emulator with
-tests/fixtures/bad_servers/mcp_server.py posing as read_file: Claude Code 2.1.x's
-stream-json and tool results, Codex 0.1xx's --json events and function_call_output).
+tests/fixtures/bad_servers/mcp_server.py posing as read_file: Claude Code 2.1.332's
+stream-json and tool results, Codex 0.163.0's --json events and function_call_output).
 The episode is recorded with the counts and kept; null is not zero.
 """
 

@@ -174,7 +174,7 @@ def claude_tool_calls_seen(stdout: str, server_name: str) -> ToolCallsSeen | Non
     """The server's ``mcp__<server>__`` calls in the stream-json transcript (assistant
     ``tool_use`` blocks) and how many of their ``tool_result`` blocks came back
     ``is_error`` (a JSON-RPC error and an ``isError: true`` result alike, measured with
-    2.1.x). Claude Code's refusal of an oversized result is not ``is_error``: the ledger
+    2.1.332). Claude Code's refusal of an oversized result is not ``is_error``: the ledger
     counts those. None: no stream-json event on stdout."""
     prefix = f"mcp__{server_name}__"
     ids: set[str] = set()

@@ -131,7 +131,7 @@ def codex_tool_calls_seen(stdout: str, server_name: str) -> ToolCallsSeen | None
     """The server's calls in the ``--json`` transcript (``item.completed`` items of type
     ``mcp_tool_call``) and how many ended ``status: failed`` -- an ``isError: true``
     result (which Codex sends the model as plain text) or a JSON-RPC error (measured with
-    0.1xx). None: no event on stdout."""
+    0.163.0). None: no event on stdout."""
     calls = errors = 0
     any_event = False
     for obj in json_lines(stdout):

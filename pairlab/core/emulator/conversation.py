@@ -39,7 +39,7 @@ _CODEX_CWD = re.compile(r"<cwd>([^<]+)</cwd>")
 # (25,000 tokens, counted with the provider's count_tokens) -- "Error: result (N
 # characters across M lines) exceeds maximum allowed tokens. Output has been saved to
 # <file>" -- and persists one above 50,000 characters to a file, sending a 2 KB preview
-# ("<persisted-output>"); Codex 0.1xx keeps ~48,000 characters of an MCP text output,
+# ("<persisted-output>"); Codex 0.163.0 keeps ~48,000 characters of an MCP text output,
 # head and tail, with "…N tokens truncated…" between.
 _CUT_MARKS = re.compile(
     r"^Error: result \([\d,]+ characters across [\d,]+ lines\) exceeds maximum allowed tokens"
