@@ -39,6 +39,8 @@ from flows.params import EvidenceEvalParams
 from flows.run_ui import name_flow_run, show_budget_stop, show_interruption, show_refusal
 from pairlab.adapters.episode.io import load_eval_inputs, sim_account_dir
 from pairlab.adapters.episode.session import RunEnvironment, open_run_environment
+from pairlab.adapters.interventions import load_intervention
+from pairlab.adapters.recipe_validation import check_run_recipes
 from pairlab.adapters.run.directory import RunDir
 from pairlab.adapters.run.frozen_settings import write_frozen_settings
 from pairlab.adapters.run.outputs import published_location, quota_provider
@@ -203,6 +205,10 @@ def _evaluate(params: EvidenceEvalParams, run_id: str) -> dict[str, Any]:
     task_ids = suite.select(params.task_filter)  # a task of another suite: refused
     if params.warm is not None:
         task_ids = [t for t in task_ids if t != params.warm.harvest_task]
+    if profile.endpoint == "emulator" and params.account is None:
+        # the scripted model follows usage recipes: checked against the server's real
+        # tools/list before anything is pre-registered (adapters/recipe_validation)
+        check_run_recipes(load_intervention(params.intervention), task_ids, params.arms)
     schedule = plan_task(params, run_id, task_ids)
     planned_ids = [e.episode_id for e in schedule.entries]
     recorded = run_dir.completed()

@@ -62,6 +62,8 @@ def register(app: typer.Typer) -> None:
                         f"  intervention {ident['id']} {ident['version']} "
                         f"(manifest {ident['manifestSha256'][:12]})"
                     )
+                for arm, names in (result.server_tools or {}).items():
+                    typer.echo(f"  the server's tools/list ({arm}): {', '.join(names) or 'none'}")
                 for listed in result.listed_tools or []:
                     typer.echo(f"  tools listed in {listed.line()}")
                 if result.matrix is not None:

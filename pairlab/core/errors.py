@@ -55,6 +55,8 @@ class ReasonCode(StrEnum):
     # a usage recipe against the server's real tools/list (core/recipe_check), before any episode
     RECIPE_UNKNOWN_TOOL = "recipe-unknown-tool"
     RECIPE_INVALID_ARGUMENTS = "recipe-invalid-arguments"
+    # the server, started before the run to list its tools, gave no tools/list answer
+    INTERVENTION_START_FAILED = "intervention-start-failed"
     EXECUTION_FAILED = "execution-failed"
     USAGE_UNREADABLE = "usage-unreadable"
     PUBLISH_FAILED = "publish-failed"

@@ -21,6 +21,10 @@ The real binary runs here, against the provider emulator, on the chosen backend:
    stay out of every arm. A pypi intervention is installed first, as an episode would.
    Per treated arm the report records the tools the CLI listed and their cl100k cost
    per request (:func:`definition_tokens`).
+   Before any episode, the server itself is started as each treated arm starts it and
+   asked its ``tools/list`` (recorded as ``server_tools``); the manifest's usage recipes
+   are checked against it (a ``recipes`` check: ``recipe-unknown-tool``,
+   ``recipe-invalid-arguments``; a failure runs no episode).
 4. **Which flag does the work**: the baseline once more without each isolation flag
    the profile declares; what appears then is what that flag alone keeps out (a flag
    whose removal leaks nothing here is reported as redundant -- not a failure).
@@ -65,10 +69,12 @@ from pairlab.adapters.clients.base import ServerListing
 from pairlab.adapters.clients.registry import REAL_CLIS, resolve_cli
 from pairlab.adapters.intervention_install import install_for_backend
 from pairlab.adapters.interventions import LoadedIntervention
+from pairlab.adapters.mcp_tools_list import tools_listing
 from pairlab.adapters.run.provider import open_run_endpoint
 from pairlab.core.accounting.tokenizer import TokenCounter, load_token_counter
 from pairlab.core.emulator.run_settings import EmulatorSettings
 from pairlab.core.errors import PairlabError
+from pairlab.core.recipe_check import RecipeProblem, check_recipes
 from pairlab.core.schemas.intervention_manifest import DEFAULT_INTERVENTION
 from pairlab.core.schemas.profile import IsolationFlag, RunnerProfile, without_run
 from pairlab.intervention import SERVER_NAME
@@ -340,6 +346,9 @@ def certify_live(
         )
     if intervention is not None and intervention.manifest.install.pypi is not None:
         profile = _installed(profile, intervention, backend_name, checks)
+    server_tools: dict[str, list[str]] | None = None
+    if intervention is not None and all(c.passed for c in checks):
+        server_tools = _server_tools(profile, intervention, checks)
     if all(c.passed for c in checks):
         with tempfile.TemporaryDirectory(prefix="pairlab-certify-") as tmp:
             scratch = Path(tmp)
@@ -364,7 +373,59 @@ def certify_live(
         lifecycle=lifecycle,
         intervention=target.identity,
         listed_tools=listed,
+        server_tools=server_tools,
     )
+
+
+def _server_tools(
+    profile: RunnerProfile, intervention: LoadedIntervention, checks: list[CertifyCheck]
+) -> dict[str, list[str]] | None:
+    """Ask the server its real ``tools/list`` per treated arm (started as the arm starts
+    it, ``adapters/mcp_tools_list``) and check the manifest's usage recipes against it
+    (``core/recipe_check``), before any episode: a recipe naming a tool the server does
+    not list, or arguments its ``inputSchema`` refuses, is a failed ``recipes`` check
+    with the reason code, and no episode runs. Returns the tool names per arm."""
+    manifest = intervention.manifest
+    if manifest.kind != "stdio":
+        return None  # not spawned here; the CLI's listing (listed_tools) still stands
+    found: dict[str, list[str]] = {}
+    problems: list[RecipeProblem] = []
+    for arm in (a for a in profile.arm_args if a != BASELINE_ARM):
+        try:
+            listing = tools_listing(intervention, arm)
+        except PairlabError as exc:
+            detail = f"[{exc.reason}] {arm}: {exc.message}"
+            checks.append(CertifyCheck(name="server-tools", passed=False, detail=detail))
+            return found or None
+        found[arm] = listing.names
+        problems += check_recipes(manifest.recipes, listing.tools)
+    listed = "; ".join(f"{arm}: {len(names)} tools" for arm, names in found.items())
+    checks.append(
+        CertifyCheck(name="server-tools", passed=True, detail=f"the server's tools/list: {listed}")
+    )
+    if problems:
+        shown = "; ".join(dict.fromkeys(p.line() for p in problems))
+        checks.append(
+            CertifyCheck(name="recipes", passed=False, detail=f"[{problems[0].reason}] {shown}")
+        )
+    elif manifest.recipes:
+        tasks = ", ".join(sorted(manifest.recipes))
+        checks.append(
+            CertifyCheck(
+                name="recipes",
+                passed=True,
+                detail=f"usage recipes for {tasks} fit the server's tools and inputSchema",
+            )
+        )
+    else:
+        checks.append(
+            CertifyCheck(
+                name="recipes",
+                passed=True,
+                detail="no usage recipe: runs measure the floor (tool definitions only)",
+            )
+        )
+    return found
 
 
 def _installed(

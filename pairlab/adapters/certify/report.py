@@ -92,6 +92,9 @@ class ProfileCertification(_Model):
     # tools the CLI actually listed with their definitions' token cost per request
     intervention: dict[str, str] | None = None
     listed_tools: list[ListedTools] | None = None
+    # per treated arm, the tool names the server itself answered to tools/list (started
+    # before any episode, as the arm starts it; adapters/mcp_tools_list)
+    server_tools: dict[str, list[str]] | None = None
 
 
 class CertifyReport(_Model):
