@@ -55,10 +55,11 @@ from pairlab.core.findings.warm_stratum import plan_warm_schedule
 from pairlab.core.frozen_settings import check_nothing_dropped
 from pairlab.core.intervention_wiring import check_same_intervention, require_arms
 from pairlab.core.provider_limit import PROVIDER_LIMIT, PROVIDER_LIMITED_DIR
-from pairlab.core.report.run import QuotaIntervalSettings, RunSettings
+from pairlab.core.report.run import QuotaIntervalSettings, RunSettings, ScriptedModelUse
 from pairlab.core.run_scope import RunScope
 from pairlab.core.schedule import PlannedEpisode, Schedule, plan_schedule
 from pairlab.core.schemas.episode import EpisodeRecord
+from pairlab.core.schemas.intervention_manifest import DEFAULT_INTERVENTION
 from pairlab.core.schemas.profile import RunnerProfile
 from tasks.args import quoted
 from tasks.report import aggregate_cohorts, publish_run_outputs, render_report, show_results
@@ -128,11 +129,31 @@ def run_settings(
         intervention=profile.intervention,
         account=account,
         budget=budget,
+        scripted_model=scripted_model_use(profile, schedule, account),
         quota_intervals=None
         if quota is None
         else QuotaIntervalSettings(
             episodes_per_interval=quota.episodes_per_interval, interval_s=quota.interval_s
         ),
+    )
+
+
+def scripted_model_use(
+    profile: RunnerProfile, schedule: Schedule, account: AccountStamp | None
+) -> ScriptedModelUse | None:
+    """Which planned tasks' treated episodes follow the intervention's usage recipe and
+    which measure the floor, when the emulator's scripted model plays them (a profile
+    on the emulator, no account); None otherwise."""
+    stamp = profile.intervention
+    if profile.endpoint != "emulator" or account is not None or stamp is None:
+        return None
+    tasks = sorted({e.task_id for e in schedule.entries})
+    if stamp.id == DEFAULT_INTERVENTION:
+        return ScriptedModelUse(builtin=True)
+    return ScriptedModelUse(
+        builtin=False,
+        recipe_tasks=[t for t in tasks if t in stamp.recipes],
+        floor_tasks=[t for t in tasks if t not in stamp.recipes],
     )
 
 

@@ -34,6 +34,7 @@ from pairlab.core.report.words import (
     number,
     percent,
     reason_text,
+    scripted_model_fact,
     summary_sentence,
 )
 
@@ -263,6 +264,7 @@ def render_report_markdown(
         + (f" · study plan '{plan.get('id')}' ({str(plan.get('sha256', ''))[:12]})" if plan else "")
         + intervention_fact(meta.get("intervention"))
         + intervention_health_fact(meta.get("intervention_health"))
+        + scripted_model_fact(meta.get("scripted_model"))
         + account_fact(meta.get("account"))
         + budget_fact(meta.get("budget"))
         + provider_limit_fact(meta.get("provider_limited"))

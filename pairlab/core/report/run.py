@@ -51,6 +51,18 @@ class QuotaIntervalSettings(StrictModel):
     interval_s: float = Field(gt=0)
 
 
+class ScriptedModelUse(StrictModel):
+    """The provider emulator's scripted model played the run's episodes (issue 26 item 4):
+    it measures transport and context cost, not a model's behaviour. ``builtin``: the
+    reference intervention, whose tools the script itself calls; otherwise the planned
+    tasks whose treated episodes follow the intervention's usage recipe, and those that
+    measure the floor (its tool definitions only)."""
+
+    builtin: bool
+    recipe_tasks: list[str] = Field(default_factory=list)
+    floor_tasks: list[str] = Field(default_factory=list)
+
+
 class RunSettings(StrictModel):
     """``run.json``: what a run's report needs beyond its records, intervals and plan."""
 
@@ -72,6 +84,8 @@ class RunSettings(StrictModel):
     intervention: InterventionStamp | None = None
     # the registered account the run used (issue 27); None: the emulator or the simulator
     account: AccountStamp | None = None
+    # the emulator's scripted model played the episodes: recipe vs floor per task (issue 26)
+    scripted_model: ScriptedModelUse | None = None
     # the run's approved budget ceiling and where the run stands against it (issue 27)
     budget: BudgetStatus | None = None
     resamples: int = Field(DEFAULT_RESAMPLES, ge=100)
@@ -168,6 +182,11 @@ def run_meta(
             else {"account": settings.account.model_dump(mode="json")}
         ),
         **({} if settings.budget is None else {"budget": settings.budget.model_dump(mode="json")}),
+        **(
+            {}
+            if settings.scripted_model is None
+            else {"scripted_model": settings.scripted_model.model_dump(mode="json")}
+        ),
         **({"provider_limited": limited} if (limited := _provider_limited(records)) else {}),
     }
 

@@ -186,6 +186,23 @@ def intervention_fact(intervention: Any) -> str:
     )
 
 
+def scripted_model_fact(use: Any) -> str:
+    """`` · scripted model: measures transport and context cost, not a model's behaviour;
+    usage recipe on a, b; floor (tool definitions only) on c`` for the facts line
+    (``meta.scripted_model``); empty when no scripted model played the episodes."""
+    if not isinstance(use, Mapping):
+        return ""
+    text = " · scripted model: measures transport and context cost, not a model's behaviour"
+    if use.get("builtin"):
+        return text + " (the reference's tools are in its script)"
+    recipe, floor = list(use.get("recipe_tasks") or []), list(use.get("floor_tasks") or [])
+    if recipe:
+        text += f"; usage recipe on {', '.join(recipe)}"
+    if floor:
+        text += f"; floor (tool definitions only) on {', '.join(floor)}"
+    return text
+
+
 def intervention_health_fact(health: Any) -> str:
     """`` · intervention loaded in 5 of 6 treated episodes (1 intervention-not-loaded,
     excluded)`` for the facts line (``meta.intervention_health``); empty when no treated
@@ -242,6 +259,7 @@ __all__ = [
     "percent",
     "reason_text",
     "reasons_text",
+    "scripted_model_fact",
     "short_reason",
     "summary_sentence",
 ]
