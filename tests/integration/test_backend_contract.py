@@ -277,6 +277,60 @@ def test_environment_is_built_from_the_allowlist(harness: Harness, tmp_path: Pat
         assert SECRET_VALUE not in record
 
 
+def test_secrets_reach_the_agent_for_its_run_only(harness: Harness, tmp_path: Path) -> None:
+    """A secret variable and a secret file (a ChatGPT login's auth.json) reach the agent,
+    the file in HOME with mode 600; afterwards the file is gone from HOME, never collected,
+    and on Docker neither value is in the container's configuration (``docker inspect``)
+    and the host directory that carried them is removed."""
+    file_value = SECRET_VALUE + "-file"
+    backend = harness.backend(
+        host_env={"PATH": os.environ["PATH"], "PAIRLAB_TEST_SECRET": SECRET_VALUE},
+        secret_files={".codex/auth.json": file_value},
+    )
+    profile = harness.profile(env_allowlist=["PATH"], secrets=["PAIRLAB_TEST_SECRET"])
+    auth = '"$HOME/.codex/auth.json"'
+    script = (
+        f'wc -c < {auth} > "$PAIRLAB_STATE_DIR/file-size"; '
+        f'stat -c %a {auth} > "$PAIRLAB_STATE_DIR/file-mode"; '
+        'printf %s "$PAIRLAB_TEST_SECRET" | wc -c > "$PAIRLAB_STATE_DIR/env-size"; exit 3'
+    )
+    prepared = backend.prepare(harness.spec(script, profile=profile, keep=True))
+    try:
+        inspected = ""
+        if harness.docker is not None:
+            container = harness.docker.containers.get(prepared.container_id)
+            inspected = json.dumps(container.attrs)
+            secret_dir = container.labels["pairlab.secrets_dir"]
+            assert Path(secret_dir).is_dir()
+        outcome = backend.run(prepared)
+        # the agent's own exit code comes through the wrapper
+        assert outcome.exit_code == 3, outcome.stderr
+        if harness.docker is not None:
+            assert not Path(secret_dir).exists()
+            chunks, _ = container.get_archive("/pairlab/agent/home/.codex")
+            names = subprocess.run(
+                ["tar", "-t"], input=b"".join(chunks), capture_output=True, check=True
+            ).stdout.decode()
+            assert "auth.json" not in names  # removed by the wrapper, not by collection
+        else:
+            assert prepared.root is not None
+            assert not (prepared.root / "home" / ".codex" / "auth.json").exists()
+        collected = backend.collect(prepared, tmp_path / "out")
+    finally:
+        backend.cleanup(prepared.model_copy(update={"spec": prepared.spec.model_copy(
+            update={"keep_workspace": False})}))  # fmt: skip
+    state = collected.dest / "state"
+    assert int((state / "file-size").read_text()) == len(file_value)
+    assert (state / "file-mode").read_text().strip() == "600"
+    assert int((state / "env-size").read_text()) == len(SECRET_VALUE)
+    assert not (collected.dest / "home" / ".codex" / "auth.json").exists()
+    assert prepared.secret_names == ["PAIRLAB_TEST_SECRET", "$HOME/.codex/auth.json"]
+    everything = [p.read_bytes() for p in collected.dest.rglob("*") if p.is_file()]
+    for blob in [*everything, inspected.encode(), prepared.model_dump_json().encode()]:
+        assert SECRET_VALUE.encode() not in blob
+    assert harness.leftovers(prepared) == []
+
+
 def test_collect_hashes_and_grader_exec_in_workspace(harness: Harness, tmp_path: Path) -> None:
     backend = harness.backend()
     script = (

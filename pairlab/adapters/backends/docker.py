@@ -18,6 +18,10 @@ task solution read-only when the profile asks for it. Docker SDK errors are
 translated at the engine boundary (``pairlab.adapters.docker_engine.call_docker``) into
 EnvironmentUnavailable/ExecutionError; leftovers of dead runs go through ``orphans``;
 what the agent does (exit code, timeout, OOM) comes back as a RunOutcome.
+Secrets (declared secret variables, and ``secret_files`` such as a ChatGPT login's
+auth.json) never enter the container's configuration: they reach the CLI through a
+private directory mounted for the episode only and a ``/bin/sh`` wrapper
+(``secret_files``); ``docker inspect`` shows their mount, never their values.
 """
 
 from __future__ import annotations
@@ -25,6 +29,7 @@ from __future__ import annotations
 import hashlib
 import os
 import secrets as random_tokens
+import shutil
 import time
 from collections.abc import Mapping, Set
 from datetime import UTC, datetime
@@ -64,6 +69,13 @@ from pairlab.adapters.backends.environment import (
 from pairlab.adapters.backends.orphans import cleanup_orphans
 from pairlab.adapters.backends.process import StreamCapture
 from pairlab.adapters.backends.run_network import RunNetwork
+from pairlab.adapters.backends.secret_files import (
+    SECRET_MOUNT,
+    remove_home_files,
+    secret_file_names,
+    wrapped_command,
+    write_secret_dir,
+)
 from pairlab.adapters.docker_engine import (
     LABEL_EPISODE,
     LABEL_KEEP,
@@ -83,6 +95,8 @@ from pairlab.core.schemas.profile import RunnerProfile
 DEFAULT_USER = (1000, 1000)
 # Host variables never forwarded into a container: the image defines its own PATH.
 HOST_ONLY_VARS = frozenset({"PATH"})
+# the label that names an episode's host secret directory (removed after its run)
+LABEL_SECRETS = "pairlab.secrets_dir"
 
 
 def _read_log(container: Any, *, stdout: bool) -> tuple[str, bool]:
@@ -115,6 +129,12 @@ def _limits(profile: RunnerProfile) -> dict[str, Any]:
     }
 
 
+def _remove_secret_dir(path: str | None) -> None:
+    """Remove an episode's host secret directory (only ever one ``write_secret_dir`` made)."""
+    if path and Path(path).name.startswith("pairlab-secrets-"):
+        shutil.rmtree(path, ignore_errors=True)
+
+
 class DockerBackend:
     name = "docker"
 
@@ -128,8 +148,11 @@ class DockerBackend:
         active_run_ids: Set[str] = frozenset(),
         clean_orphans: bool = True,
         run_network: RunNetwork | None = None,
+        secret_files: Mapping[str, str] | None = None,
     ) -> None:
         self.client = client if client is not None else connect()
+        # credentials the CLI reads from files in its HOME (secret_files module)
+        self.secret_files = dict(secret_files or {})
         self.host_env = dict(os.environ if host_env is None else host_env)
         self.user = user
         # a run network (pairlab.adapters.backends.run_network) replaces the profile's network
@@ -233,22 +256,29 @@ class DockerBackend:
         argv = build_argv(spec, workdir)
         volumes: dict[str, str] = {}
         container: Any = None
+        secret_dir: Path | None = None
+        command, labels = argv, self._labels(spec, "agent")
         try:
             self._create_volumes(spec, name, volumes)
             binds, network = self._mounts(spec, volumes, solution)
+            if secret_env or self.secret_files:
+                secret_dir = write_secret_dir(secret_env, self.secret_files, self.user)
+                binds[str(secret_dir)] = {"bind": SECRET_MOUNT, "mode": "ro"}
+                command = wrapped_command(argv, sorted(secret_env), self.secret_files)
+                labels[LABEL_SECRETS] = str(secret_dir)
             container = call_docker(
                 "create episode container",
                 lambda: self.client.containers.create(
                     image,
-                    argv,
+                    command,
                     name=name,
                     user=f"{self.user[0]}:{self.user[1]}",
                     working_dir=workdir,
-                    environment={**env, **secret_env},
+                    environment=env,
                     volumes=binds,
                     **network,
                     **_limits(profile),
-                    labels=self._labels(spec, "agent"),
+                    labels=labels,
                     stdin_open=False,
                     tty=False,
                 ),
@@ -256,13 +286,14 @@ class DockerBackend:
             self._populate(container, spec, sub)
         except BaseException:
             self._remove(container, volumes)
+            _remove_secret_dir(str(secret_dir) if secret_dir else None)
             raise
         return PreparedEpisode(
             spec=spec,
             backend=self.name,
             argv=argv,
             env=env,
-            secret_names=sorted(secret_env),
+            secret_names=sorted(secret_env) + secret_file_names(self.secret_files),
             workdir=workdir,
             volumes=volumes,
             container_id=container.id,
@@ -326,7 +357,11 @@ class DockerBackend:
         return call_docker("find episode container", lambda: self.client.containers.get(cid))
 
     def run(self, prepared: PreparedEpisode) -> RunOutcome:
-        return self._run_container(self._container(prepared), prepared.spec.timeout_s)
+        container = self._container(prepared)
+        try:
+            return self._run_container(container, prepared.spec.timeout_s)
+        finally:  # the CLI has read its secrets: their host copy goes now
+            _remove_secret_dir(container.labels.get(LABEL_SECRETS))
 
     def exec_in_workspace(
         self, prepared: PreparedEpisode, argv: list[str], timeout_s: float
@@ -376,10 +411,15 @@ class DockerBackend:
         # else the agent may have written into that directory itself is not collected.
         chunks, _stat = call_docker("collect", lambda: container.get_archive(AGENT_ROOT))
         unpack_stream(chunks, dest, strip_components=1, include=COLLECTED_ROLES)
+        # archiving a stopped container makes its bind sources anew (empty): not kept
+        _remove_secret_dir(container.labels.get(LABEL_SECRETS))
+        # the wrapper removed them; a CLI killed before it could is no reason to keep them
+        remove_home_files(dest / "home", self.secret_files)
         return list_collected(dest)
 
     def _remove(self, container: Any, volumes: Mapping[str, str]) -> None:
         if container is not None:
+            _remove_secret_dir(container.labels.get(LABEL_SECRETS))
             try:
                 container.remove(force=True)
             except docker.errors.NotFound:

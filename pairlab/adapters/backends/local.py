@@ -45,6 +45,11 @@ from pairlab.adapters.backends.environment import (
     workspace_subdir,
 )
 from pairlab.adapters.backends.process import pid_alive, run_process
+from pairlab.adapters.backends.secret_files import (
+    remove_home_files,
+    secret_file_names,
+    write_home_files,
+)
 from pairlab.adapters.clients.registry import bundled_path_dirs
 from pairlab.core.errors import ExecutionError, ReasonCode
 
@@ -97,8 +102,12 @@ class LocalBackend:
         run_id: str | None = None,
         active_run_ids: Set[str] = frozenset(),
         clean_orphans: bool = True,
+        secret_files: Mapping[str, str] | None = None,
     ) -> None:
         self.base_dir = base_dir or default_base_dir()
+        # credentials the CLI reads from files in its HOME (``secret_files``): written at
+        # prepare, removed when the CLI has ended and never collected
+        self.secret_files = dict(secret_files or {})
         self.base_dir.mkdir(parents=True, exist_ok=True)
         self.host_env = dict(os.environ if host_env is None else host_env)
         # the run this backend serves is active by definition: never an orphan
@@ -130,6 +139,7 @@ class LocalBackend:
             for role in ("home", "graph", "state"):
                 (root / role).mkdir()
             seed_home(spec, root / "home")
+            write_home_files(root / "home", self.secret_files)
             seed_graph_dir(spec, root / "graph", workspace, workdir)
             paths = EpisodePaths(
                 workspace_root=str(workspace),
@@ -156,7 +166,7 @@ class LocalBackend:
             backend=self.name,
             argv=argv,
             env=env,
-            secret_names=sorted(secrets),
+            secret_names=sorted(secrets) + secret_file_names(self.secret_files),
             workdir=paths.workdir,
             root=root,
             mounts={
@@ -172,12 +182,15 @@ class LocalBackend:
 
     def run(self, prepared: PreparedEpisode) -> RunOutcome:
         env = {**prepared.env, **self._secret_env(prepared)}
-        return run_process(
-            prepared.argv,
-            env=env,
-            cwd=Path(prepared.workdir),
-            timeout_s=prepared.spec.timeout_s,
-        )
+        try:
+            return run_process(
+                prepared.argv,
+                env=env,
+                cwd=Path(prepared.workdir),
+                timeout_s=prepared.spec.timeout_s,
+            )
+        finally:
+            remove_home_files(Path(prepared.mounts["home"]), self.secret_files)
 
     def exec_in_workspace(
         self, prepared: PreparedEpisode, argv: list[str], timeout_s: float
@@ -196,6 +209,7 @@ class LocalBackend:
     def collect(self, prepared: PreparedEpisode, dest: Path) -> CollectedFiles:
         root = self._root(prepared)
         dest.mkdir(parents=True, exist_ok=True)
+        remove_home_files(root / "home", self.secret_files)
         for role in COLLECTED_ROLES:
             src = root / role
             if src.is_dir():
