@@ -199,13 +199,19 @@ def register_command(
         payload["token"] = token
     answer = _post_json(url.rstrip("/") + "/admin/episodes", payload)
     base = f"{url.rstrip('/')}/e/{answer['token']}"
-    result = {**answer, "anthropic_base_url": base, "openai_base_url": f"{base}/v1"}
+    result = {
+        **answer,
+        "anthropic_base_url": base,
+        "openai_base_url": f"{base}/v1",
+        "chatgpt_base_url": f"{base}/backend-api/codex",  # a Codex ChatGPT login's provider
+    }
     if as_json:
         emit_json(result)
         return
     typer.echo(f"token {answer['token']}  ledger {answer['ledger']}")
     typer.echo(f"  claude: ANTHROPIC_BASE_URL={base}")
     typer.echo(f"  codex:  base_url={base}/v1 (wire_api=responses)")
+    typer.echo(f"  codex with a ChatGPT login: {base}/backend-api/codex")
 
 
 @emulator_app.command("ledger")

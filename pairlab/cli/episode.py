@@ -106,6 +106,10 @@ def run_one_episode(
         )
         with prepared(env.backend, spec) as episode:
             outcome = env.backend.run(episode)
+            if account_name is not None:  # a refused credential: exit 2, nothing recorded
+                from pairlab.adapters.accounts.rejection import stop_on_rejected_credential
+
+                stop_on_rejected_credential(profile.client, account_name, outcome.stdout)
             got = collect_episode(
                 env.backend, episode, env.profile, task, outcome, out, soft_ledger=True
             )

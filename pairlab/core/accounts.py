@@ -20,8 +20,9 @@ The rules:
 * The record (:class:`Account`) holds name, client, kind, provider URL, where it is stored
   and when it was added: everything ``pairlab account list`` may print. The credential
   travels only as a ``str`` returned by :meth:`AccountStore.credential`.
-* ``provider_url`` ``None`` means the CLI's own provider (:data:`DEFAULT_PROVIDER_URLS`);
-  an account may name another (a gateway, a proxy, the stand-in provider).
+* ``provider_url`` ``None`` means the CLI's own provider (:data:`DEFAULT_PROVIDER_URLS`;
+  a ChatGPT login's is the ChatGPT backend, :data:`CHATGPT_PROVIDER_URL`); an account may
+  name another (a gateway, a proxy, the stand-in provider).
 """
 
 from __future__ import annotations
@@ -56,6 +57,9 @@ DEFAULT_PROVIDER_URLS: dict[AccountClient, str] = {
     "claude": "https://api.anthropic.com",
     "codex": "https://api.openai.com/v1",
 }
+# a ChatGPT login talks to the ChatGPT backend, not the Responses API (Codex's own default
+# for a ChatGPT auth mode: codex-rs model-provider-info, ``to_api_provider``)
+CHATGPT_PROVIDER_URL = "https://chatgpt.com/backend-api/codex"
 
 _NAME = re.compile(r"^[a-z0-9][a-z0-9-]{0,47}$")
 CLAUDE_SUBSCRIPTION_PREFIX = "sk-ant-oat"
@@ -74,7 +78,11 @@ class Account(StrictModel):
 
     @property
     def effective_provider_url(self) -> str:
-        return self.provider_url or DEFAULT_PROVIDER_URLS[self.client]
+        if self.provider_url:
+            return self.provider_url
+        if self.kind == CredentialKind.CHATGPT_AUTH_JSON:
+            return CHATGPT_PROVIDER_URL
+        return DEFAULT_PROVIDER_URLS[self.client]
 
     def to_json(self) -> dict[str, object]:
         return {

@@ -8,11 +8,18 @@ names no credential: the providers mask keys in their answers).
 * Claude Code (stream-json or json): the ``result`` line with ``api_error_status`` 401 or
   403; its ``result`` text, e.g. "Invalid API key · Fix external API key".
 * Codex (``exec --json``): a ``turn.failed`` or ``error`` event whose message says
-  ``401 Unauthorized`` or ``403 Forbidden``.
+  ``401 Unauthorized`` or ``403 Forbidden``. Under a ChatGPT login Codex answers a 401
+  by refreshing the login, which an episode never does (``episode_wiring``: the refresh
+  goes to a closed port): its ``turn.failed`` then names that refresh URL ("error
+  sending request for url (http://127.0.0.1:9/oauth/token)"), measured with Codex
+  0.163.0 against the stand-in. A refresh that fails without a 401 (a stale
+  ``last_refresh``) is only logged and the turn goes on, so that message means the
+  provider refused the access token.
 """
 
 from __future__ import annotations
 
+from pairlab.adapters.accounts.episode_wiring import NO_REFRESH_URL
 from pairlab.adapters.clients.base import json_lines
 from pairlab.core.errors import InvalidInputError, ReasonCode
 
@@ -30,6 +37,11 @@ def rejected_credential(client: str, stdout: str) -> str | None:
             message = error.get("message") if isinstance(error, dict) else event.get("message")
             if isinstance(message, str) and any(r in message for r in _CODEX_REFUSALS):
                 return message
+            if event.get("type") == "turn.failed" and NO_REFRESH_URL in str(message):
+                return (
+                    "the ChatGPT backend refused the login's access token and episodes never "
+                    f"refresh it ({message})"
+                )
     return None
 
 

@@ -69,14 +69,15 @@ SOCKET_MOUNT: Final = "/pairlab/services"
 RELAY_USER: Final = "1000:1000"
 RELAY_READY_TIMEOUT_S: Final = 30.0
 RESOLV_CONF: Final = "nameserver 127.0.0.1\noptions timeout:1 attempts:1\n"
-_ALIAS: Final = re.compile(r"^[a-z][a-z0-9-]{0,62}$")
+# a lowercase DNS name: a label ("emulator"), or a provider's host name ("api.anthropic.com")
+_ALIAS: Final = re.compile(r"^[a-z][a-z0-9-]{0,62}(\.[a-z0-9][a-z0-9-]{0,62})*$")
 
 
 @dataclass(frozen=True)
 class HostService:
     """A service on the host that episodes reach as ``http://<alias>:<listen_port>``."""
 
-    alias: str  # DNS name on the run network, e.g. "emulator"
+    alias: str  # DNS name on the run network, e.g. "emulator" (or a provider's host name)
     port: int  # where the service listens on the host
     host: str = "127.0.0.1"
     listen_port: int = 8080
@@ -84,7 +85,7 @@ class HostService:
     def __post_init__(self) -> None:
         if not _ALIAS.fullmatch(self.alias):
             raise InvalidInputError(
-                f"service alias {self.alias!r} must be a lowercase DNS label",
+                f"service alias {self.alias!r} must be a lowercase DNS name",
                 reason=ReasonCode.INVALID_INPUT,
             )
         for name, value in (("port", self.port), ("listen_port", self.listen_port)):

@@ -13,8 +13,13 @@ error body, its request-id header):
 
 Presented credential: Anthropic's ``x-api-key``, else ``Authorization: Bearer`` (OAuth
 tokens, OpenAI keys, a ChatGPT login's access token). A credential given to the gate as
-a Codex ``auth.json`` accepts its ``tokens.access_token`` (what Codex sends). The gate
-compares in constant time and never writes a credential anywhere.
+a Codex ``auth.json`` (a ChatGPT login) accepts what Codex sends with it to the ChatGPT
+backend: ``Authorization: Bearer <tokens.access_token>`` together with
+``chatgpt-account-id: <tokens.account_id>`` (codex-rs login ``auth/manager.rs`` and the
+model client). The access token alone, without that account's id, is refused as the
+wrong credential (401 ``invalid_api_key``: the stand-in's choice, the real backend's body
+for it is not known here). The gate compares in constant time and never writes a
+credential anywhere.
 """
 
 from __future__ import annotations
@@ -22,7 +27,7 @@ from __future__ import annotations
 import hmac
 import json
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from pairlab.adapters.emulator.providers import Provider
 from pairlab.adapters.emulator.reply import Refusal
@@ -40,6 +45,24 @@ OPENAI_MISSING = (
     "a username. You can obtain an API key from https://platform.openai.com/account/api-keys."
 )
 OPENAI_EXPIRED = "Provided authentication token is expired. Please try signing in again."
+
+
+def chatgpt_account_ids(credential: str) -> dict[str, str]:
+    """``{access token: account id}`` of a Codex auth.json (empty for anything else)."""
+    text = credential.strip()
+    if not text.startswith("{"):
+        return {}
+    try:
+        doc = json.loads(text)
+    except ValueError:
+        return {}
+    tokens = doc.get("tokens") if isinstance(doc, dict) else None
+    if not isinstance(tokens, dict):
+        return {}
+    access, account = tokens.get("access_token"), tokens.get("account_id")
+    if isinstance(access, str) and access and isinstance(account, str) and account:
+        return {access: account}
+    return {}
 
 
 def accepted_forms(credential: str) -> list[str]:
@@ -85,18 +108,34 @@ def _matches(value: str, candidates: frozenset[str]) -> bool:
 class AuthGate:
     accepted: frozenset[str]
     expired: frozenset[str] = frozenset()
+    # a ChatGPT login's access tokens, each with the account id Codex sends beside it
+    account_ids: Mapping[str, str] = field(default_factory=dict)
 
     @classmethod
     def of(cls, accepted: Iterable[str], expired: Iterable[str] = ()) -> AuthGate:
+        accepted = list(accepted)
         return cls(
             accepted=frozenset(f for c in accepted for f in accepted_forms(c)),
             expired=frozenset(f for c in expired for f in accepted_forms(c)),
+            account_ids={k: v for c in accepted for k, v in chatgpt_account_ids(c).items()},
         )
+
+    def _account_matches(self, token: str, headers: Mapping[str, str]) -> bool:
+        """A ChatGPT login's token counts only with its account id beside it."""
+        sent = headers.get("chatgpt-account-id", "")
+        for access, account in self.account_ids.items():
+            if hmac.compare_digest(token.encode(), access.encode()):
+                return hmac.compare_digest(sent.encode(), account.encode())
+        return True
 
     def refusal(self, provider: Provider, headers: Mapping[str, str]) -> Refusal | None:
         """``None`` for an accepted credential, else the provider's 401."""
         presented = presented_credential(headers)
-        if presented is not None and _matches(presented[1], self.accepted):
+        if (
+            presented is not None
+            and _matches(presented[1], self.accepted)
+            and self._account_matches(presented[1], headers)
+        ):
             return None
         if provider == "openai":
             return _openai_refusal(presented, self)
@@ -129,4 +168,10 @@ def _openai_refusal(presented: tuple[str, str] | None, gate: AuthGate) -> Refusa
     return Refusal(401, "invalid_request_error", message, code="invalid_api_key")
 
 
-__all__ = ["AuthGate", "accepted_forms", "mask_key", "presented_credential"]
+__all__ = [
+    "AuthGate",
+    "accepted_forms",
+    "chatgpt_account_ids",
+    "mask_key",
+    "presented_credential",
+]

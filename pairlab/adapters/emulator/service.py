@@ -10,6 +10,7 @@ episode: ``ANTHROPIC_BASE_URL=http://H:P/e/<token>``, Codex
 | POST | ``/e/<t>/v1/messages/count_tokens`` | Anthropic token count |
 | POST | ``/e/<t>/v1/responses`` | OpenAI Responses (SSE or JSON) |
 | POST | ``/e/<t>/v1/responses/input_tokens`` | OpenAI input token count |
+| POST | ``/e/<t>/backend-api/codex/responses`` | the same, as the ChatGPT backend a ChatGPT login's Codex calls |
 | GET | ``/e/<t>/api/oauth/usage``, ``/a/<account>/api/oauth/usage`` | Claude OAuth usage (quota) |
 | GET | ``/e/<t>/backend-api/wham/usage``, ``/a/<account>/backend-api/wham/usage`` | Codex usage (quota) |
 | POST | ``/admin/episodes`` | register an episode (JSON :class:`EpisodeRegistration`, optional ``token``) |
@@ -67,6 +68,8 @@ from pairlab.core.errors import InvalidInputError, ReasonCode
 _COUNT_MEMO_MAX = 65_536
 IDLE_WAIT_S = 10.0
 _CHARGES_ROUTE = ["admin", "accounts", "charges"]  # /admin/accounts/<name>/charges
+# a ChatGPT login's Codex: <provider URL>/responses, its provider URL .../backend-api/codex
+_CHATGPT_RESPONSES = ["backend-api", "codex", "responses"]
 
 
 def _memo_counter(count: Callable[[str], int]) -> Callable[[str], int]:
@@ -247,7 +250,7 @@ class EmulatorService:
             return self.api.count_input_tokens("anthropic", episode, account, req)
         if req.method == "POST" and rest == ["v1", "responses", "input_tokens"]:
             return self.api.count_input_tokens("openai", episode, account, req)
-        if req.method == "POST" and rest == ["v1", "responses"]:
+        if req.method == "POST" and rest in (["v1", "responses"], _CHATGPT_RESPONSES):
             return self.api.openai_responses(episode, account, req)
         usage = self._usage(req, account, rest)
         if usage is not None:

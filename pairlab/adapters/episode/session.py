@@ -37,7 +37,7 @@ from pairlab.adapters.episode.io import (
 )
 from pairlab.core.accounts import AccountStamp
 from pairlab.core.emulator.run_settings import EmulatorSettings
-from pairlab.core.errors import InvalidInputError, PairlabError, ReasonCode
+from pairlab.core.errors import PairlabError
 from pairlab.core.findings.evidence import EpisodeEvidence
 from pairlab.core.intervention_health import BASELINE as BASELINE_ARM
 from pairlab.core.intervention_health import (
@@ -52,6 +52,7 @@ from pairlab.core.schemas.profile import RunnerProfile
 from pairlab.core.schemas.usage import UsageVector
 
 if TYPE_CHECKING:  # the emulator is imported only by runs that open one
+    from pairlab.adapters.backends.run_network import RunNetwork
     from pairlab.adapters.run.provider import EpisodeEndpoint, GroundTruthCheck, RunEndpoint
 
 
@@ -64,6 +65,7 @@ class RunEnvironment:
     profile: RunnerProfile
     provider: RunEndpoint | None = None
     account: AccountStamp | None = None  # the registered account it runs on (never its credential)
+    network: RunNetwork | None = None  # an account on Docker: the run network to its provider
 
     def register(
         self,
@@ -161,6 +163,8 @@ class RunEnvironment:
     def close(self) -> None:
         if self.provider is not None:
             self.provider.close()
+        if self.network is not None:
+            self.network.close()
 
 
 def open_run_environment(
@@ -201,25 +205,51 @@ def _account_environment(
     profile: RunnerProfile, account: str, *, backend_name: str, run_id: str
 ) -> RunEnvironment:
     """The profile on a registered account; the credential goes only into the backend's
-    host environment (a secret: its name recorded, never its value)."""
+    host environment or its secret files (its name recorded, never its value). On Docker
+    the episodes join a run network that reaches the account's provider alone
+    (``adapters/accounts/provider_route``)."""
     import os
 
-    from pairlab.adapters.accounts.episode_wiring import account_host_env, account_run_profile
+    from pairlab.adapters.accounts.episode_wiring import (
+        account_host_env,
+        account_run_profile,
+        account_secret_files,
+        check_chatgpt_login,
+    )
     from pairlab.adapters.accounts.selection import load_account
     from pairlab.adapters.backends.factory import make_backend
 
-    if backend_name != "local":
-        # an episode container has no network but the emulator's run network; the credential
-        # file mounted for the episode only is not built yet (docs/accounts.md)
-        raise InvalidInputError(
-            f"account runs use the local backend for now, not {backend_name!r}",
-            reason=ReasonCode.INVALID_ACCOUNT,
-        )
     record, credential = load_account(account)
-    wired = account_run_profile(profile, record)
+    check_chatgpt_login(record, credential)
+    files = account_secret_files(record, credential)
+    stamp = AccountStamp.of(record)
+    if backend_name != "docker":
+        wired = account_run_profile(profile, record)
+        host_env = account_host_env(wired, credential, os.environ)
+        backend = make_backend(backend_name, run_id=run_id, host_env=host_env, secret_files=files)
+        return RunEnvironment(backend, wired, account=stamp)
+    from pairlab.adapters.accounts.provider_route import provider_route
+    from pairlab.adapters.backends.run_network import open_run_network
+    from pairlab.adapters.docker_engine import connect
+    from pairlab.adapters.run.provider import ensure_client_image
+
+    route = provider_route(record.effective_provider_url)
+    wired = account_run_profile(profile, record, provider_url=route.container_url)
+    wired = wired.model_copy(update={"image": ensure_client_image(profile)})
     host_env = account_host_env(wired, credential, os.environ)
-    backend = make_backend(backend_name, run_id=run_id, host_env=host_env)
-    return RunEnvironment(backend, wired, account=AccountStamp.of(record))
+    network = open_run_network(connect(), run_id, [route.service], image=wired.image)
+    try:
+        backend = make_backend(
+            "docker",
+            run_id=run_id,
+            host_env=host_env,
+            run_network=network,
+            secret_files=files,
+        )
+    except BaseException:
+        network.close()
+        raise
+    return RunEnvironment(backend, wired, account=stamp, network=network)
 
 
 Prepare = Callable[[ExecutionBackend, EpisodeSpec], PreparedEpisode]
