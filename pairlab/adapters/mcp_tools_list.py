@@ -34,6 +34,7 @@ from typing import IO, Any, Final
 from pairlab.adapters.backends.base import EpisodeSpec
 from pairlab.adapters.backends.environment import EPISODE_TMP_SUBDIR, EpisodePaths, build_env
 from pairlab.adapters.backends.local import agent_path
+from pairlab.adapters.backends.workspace_repository import prepare_workspace
 from pairlab.adapters.intervention_install import install_for_backend
 from pairlab.adapters.interventions import LoadedIntervention
 from pairlab.adapters.paths import catalog_dir
@@ -105,6 +106,7 @@ def arm_launch(
         timeout_s=60,
         endpoint_url="http://127.0.0.1:9/tools-list",  # no server here talks to it
     )
+    prepare_workspace(spec, workspace_root)  # a git repository when the manifest asks
     paths = EpisodePaths(
         workspace_root=str(workspace_root),
         workdir=str(workspace_root),

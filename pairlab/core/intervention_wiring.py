@@ -29,7 +29,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable, Sequence
-from typing import Any, Final
+from typing import Any, Final, Literal
 
 from pairlab.core.errors import InvalidInputError, ReasonCode
 from pairlab.core.schemas.episode import EpisodeRecord
@@ -150,6 +150,7 @@ def stamp(
     identity: InterventionIdentity,
     server_name: str | None = None,
     recipes: dict[str, TaskRecipe] | None = None,
+    workspace: Literal["copy", "git-repository"] = "copy",
 ) -> InterventionStamp:
     return InterventionStamp(
         id=identity.id,
@@ -157,6 +158,7 @@ def stamp(
         manifest_sha256=identity.manifest_sha256,
         server_name=server_name,
         recipes=recipes or {},
+        workspace=workspace,
     )
 
 
@@ -178,7 +180,11 @@ def wire_profile(profile: RunnerProfile, manifest: InterventionManifest) -> Runn
                 reason=ReasonCode.ARM_NOT_SUPPORTED,
             )
         return profile.model_copy(
-            update={"intervention": stamp(identity, manifest.mcp_name, manifest.recipes)}
+            update={
+                "intervention": stamp(
+                    identity, manifest.mcp_name, manifest.recipes, manifest.workspace
+                )
+            }
         )
     if manifest.seed_files:
         raise InvalidInputError(
@@ -214,7 +220,9 @@ def wire_profile(profile: RunnerProfile, manifest: InterventionManifest) -> Runn
         update={
             "arm_args": arm_args,
             "treatment": treatment,
-            "intervention": stamp(identity, manifest.mcp_name, manifest.recipes),
+            "intervention": stamp(
+                identity, manifest.mcp_name, manifest.recipes, manifest.workspace
+            ),
         }
     )
 

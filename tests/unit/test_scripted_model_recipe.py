@@ -195,6 +195,7 @@ def _manifest(recipes: object) -> dict[str, Any]:
 
     data = yaml.safe_load((REPO_ROOT / "interventions" / "mcp-server-git.yaml").read_text())
     data["recipes"] = recipes
+    data.pop("workspace", None)
     return dict(data)
 
 
@@ -230,6 +231,8 @@ def test_recipes_change_the_hash_and_none_leaves_it_as_before() -> None:
     assert manifest_sha256(with_none) == manifest_sha256(parse_manifest(without))
     recipe = {"fix-median": {"final_check": [{"tool": "git_status"}]}}
     assert manifest_sha256(parse_manifest(_manifest(recipe))) != manifest_sha256(with_none)
+    copy = {**without, "workspace": "copy"}  # the default workspace hashes as before too
+    assert manifest_sha256(parse_manifest(copy)) == manifest_sha256(with_none)
 
 
 # -- how a recipe reaches the episode's script ---------------------------------------

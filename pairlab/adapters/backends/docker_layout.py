@@ -19,6 +19,7 @@ from pathlib import Path
 from pairlab.adapters.backends.base import EpisodeSpec
 from pairlab.adapters.backends.collection import COLLECTED_ROLES
 from pairlab.adapters.backends.environment import EpisodePaths, seed_graph_dir, seed_home
+from pairlab.adapters.backends.workspace_repository import prepare_workspace
 
 MOUNT_ROOT = "/pairlab"
 AGENT_ROOT = f"{MOUNT_ROOT}/agent"  # parent of the collected roles' mounts
@@ -55,6 +56,7 @@ def staged_tree(spec: EpisodeSpec, sub: str) -> Iterator[Path]:
     staging = Path(tempfile.mkdtemp(prefix="pairlab-stage-"))
     try:
         shutil.copytree(spec.fixture_dir, staging / "workspace", symlinks=True)
+        prepare_workspace(spec, staging / "workspace")
         (staging / "workspace" / sub).mkdir(parents=True, exist_ok=True)
         agent = staging / Path(AGENT_ROOT).relative_to(MOUNT_ROOT)
         for role in COLLECTED_ROLES:

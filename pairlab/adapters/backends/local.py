@@ -50,6 +50,7 @@ from pairlab.adapters.backends.secret_files import (
     secret_file_names,
     write_home_files,
 )
+from pairlab.adapters.backends.workspace_repository import prepare_workspace
 from pairlab.adapters.clients.registry import bundled_path_dirs
 from pairlab.core.errors import ExecutionError, ReasonCode
 
@@ -134,6 +135,7 @@ class LocalBackend:
             (root / OWNER_FILE).write_text(json.dumps(owner))
             workspace = root / "workspace"
             shutil.copytree(spec.fixture_dir, workspace, symlinks=True)
+            prepare_workspace(spec, workspace)
             workdir = workspace / sub
             workdir.mkdir(parents=True, exist_ok=True)
             for role in ("home", "graph", "state"):

@@ -182,6 +182,10 @@ class InterventionManifest(StrictModel):
     arms: dict[TreatedArm, ArmWiring | Literal["unsupported"]]
     seed_files: list[SeedFile] = Field(default_factory=list)
     startup_timeout_s: int = Field(ge=1, le=600)
+    # what the episode's workspace is, in every arm of a run with this intervention: a copy
+    # of the task's fixture, or that copy made a git repository (one commit) for servers
+    # that refuse a directory that is not a VCS root (adapters/backends/workspace_repository)
+    workspace: Literal["copy", "git-repository"] = "copy"
     # per catalog task id: which of its tool calls replace which built-in step of the
     # scripted model (core/schemas/usage_recipe); a task without one measures the floor
     recipes: dict[str, TaskRecipe] = Field(default_factory=dict)
@@ -269,11 +273,14 @@ class InterventionIdentity:
 
 def canonical_json(manifest: InterventionManifest) -> str:
     """The manifest's canonical content: every field (defaults included), keys sorted,
-    no whitespace -- what :func:`manifest_sha256` hashes. ``recipes`` is left out when
-    empty, so a manifest without recipes hashes as it did before the field existed."""
+    no whitespace -- what :func:`manifest_sha256` hashes. ``recipes`` (empty) and
+    ``workspace`` (``copy``) are left out at their defaults, so a manifest without them
+    hashes as it did before the fields existed."""
     data = manifest.model_dump(mode="json")
     if not data.get("recipes"):
         data.pop("recipes", None)
+    if data.get("workspace") == "copy":
+        data.pop("workspace", None)
     return json.dumps(data, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
 
 

@@ -93,6 +93,9 @@ class InterventionStamp(StrictModel):
     # its usage recipes per catalog task (the manifest's ``recipes``), which the run's
     # emulator registration hands a treated episode's scripted model; never serialized
     recipes: dict[str, TaskRecipe] = Field(default_factory=dict, exclude=True)
+    # the manifest's ``workspace``: ``git-repository`` makes every arm's workspace a git
+    # repository of the fixture (adapters/backends/workspace_repository); never serialized
+    workspace: Literal["copy", "git-repository"] = Field(default="copy", exclude=True)
 
     def episode_recipe(self, task_id: str, arm: str) -> EpisodeRecipe | None:
         """The recipe a ``task_id`` episode of ``arm`` follows: None for the baseline, for
