@@ -124,3 +124,21 @@ def test_eval_refuses_a_bad_recipe_before_any_episode(
     error = json.loads(capsys.readouterr().out)
     assert error["reason_code"] == "recipe-unknown-tool"
     assert not list((tmp_path / "w").rglob("*.json"))  # no episode record, nothing planned
+
+
+def test_certify_records_the_servers_tools_and_fails_a_bad_recipe(tmp_path: Path) -> None:
+    """certify's pre-episode checks (adapters/certify/live._server_tools), with the real
+    reference server in each treated arm."""
+    from pairlab.adapters.certify.live import _server_tools
+    from pairlab.adapters.certify.report import CertifyCheck
+    from pairlab.adapters.profiles import load_named_profile
+
+    bad_args = {"fix-median": {"read_file": [{"tool": "read_file", "arguments": {"path": 3}}]}}
+    loaded = load_intervention(_bad_reference(tmp_path, bad_args))
+    checks: list[CertifyCheck] = []
+    found = _server_tools(load_named_profile("claude", intervention=loaded), loaded, checks)
+    assert found is not None and found["optimizer"] == ["read_file", "expand"]
+    assert set(found) == {"optimizer", "retrieval", "full"}
+    recipes = next(c for c in checks if c.name == "recipes")
+    assert not recipes.passed and recipes.detail.startswith("[recipe-invalid-arguments]")
+    assert "fix-median.read_file: read_file" in recipes.detail
