@@ -27,7 +27,7 @@ from prefect.exceptions import TerminationSignal
 from prefect.futures import PrefectFuture
 from prefect.task_runners import ThreadPoolTaskRunner
 
-from flows.evidence.budget_gate import BudgetGate
+from flows.evidence.budget_ceilings import budget_gate, check_account_budget, has_ceiling
 from flows.evidence.dispatch import dispatch_pair
 from flows.evidence.episode import EpisodeContext, execute_episode, run_pair
 from flows.evidence.progress import PairProgress
@@ -210,10 +210,12 @@ def _evaluate(params: EvidenceEvalParams, run_id: str) -> dict[str, Any]:
     # 1. A resume goes on with the run's frozen settings (a request that would change
     #    what the run measures is refused, resume-changed; flows/evidence/resume.py).
     params, resumed = settle_params(params, run_dir)
-    if params.account is not None and params.budget_tokens is None:
+    check_account_budget(params)
+    if params.account is not None and not has_ceiling(params):
         get_run_logger().warning(
             "run %s runs on account %r with NO BUDGET CEILING: nothing stops it before its "
-            "plan is done; give one with --budget-tokens N (budget_tokens) (docs/accounts.md)",
+            "plan is done; give one with --budget-tokens N (budget_tokens) or "
+            "--budget-window-percent P (budget_window_percent) (docs/accounts.md)",
             run_id,
             params.account,
         )
@@ -265,9 +267,7 @@ def _evaluate(params: EvidenceEvalParams, run_id: str) -> dict[str, Any]:
     _log_scope(run_id, scope)
     if (resumed_line := resume_text(run_id, resumed)) is not None:
         get_run_logger().info(resumed_line)
-    budget = (
-        None if params.budget_tokens is None else BudgetGate(run_id, params.budget_tokens, progress)
-    )
+    budget = budget_gate(params, run_id, progress, env.profile, account_dir, run_dir)
     try:
         # 5. Claim 4's harvest session: one full-arm episode, its graph frozen and hashed.
         if params.warm is not None:
@@ -296,12 +296,13 @@ def _evaluate(params: EvidenceEvalParams, run_id: str) -> dict[str, Any]:
     stopped = budget is not None and budget.stopped is not None
     status = (
         None
-        if params.budget_tokens is None
+        if budget is None
         else BudgetStatus.of(
             ordered,
             ceiling_tokens=params.budget_tokens,
             stopped=stopped,
             episodes_planned=len(planned_ids),
+            window=budget.window_status(),
         )
     )
     settings = run_settings(
@@ -447,7 +448,7 @@ def _finish(
         "published": manifest,
         "exploratory": exploratory,
         "all_below_gate": all_below_gate,
-        "budget": None if budget is None else budget.model_dump(mode="json"),
+        "budget": None if budget is None else budget.to_json(),
         "budget_exhausted": stopped,
         "provider_limited": limited,
     }

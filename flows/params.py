@@ -89,6 +89,17 @@ class EvidenceEvalParams(BaseModel):
         "spent to what the next pair could spend and stops scheduling when that would cross "
         "it (budget-exhausted; resume with a higher one). Empty = no ceiling (docs/accounts.md)",
     )
+    budget_window_percent: float | None = Field(
+        None,
+        ge=1,
+        le=100,
+        title="Budget window percent",
+        description="Approved ceiling in percent of the account's subscription windows: before "
+        "each pair the run reads the windows and stops scheduling when what it used since it "
+        "started plus what the next pair could use would cross it (whole-percent readings "
+        "counted at their upper bound; budget-exhausted; resume with a higher one). Not for an "
+        "API-key account (no window). Empty = no ceiling (docs/accounts.md)",
+    )
     repetitions: int = Field(
         5,
         ge=1,
@@ -303,6 +314,15 @@ class CanaryTrialParams(BaseModel):
         ge=1,
         description="Budget estimate shown before approval (billed tokens per episode)",
     )
+    estimated_window_percent_per_episode: float | None = Field(
+        None,
+        gt=0,
+        le=100,
+        title="Estimated window percent per episode",
+        description="Budget estimate for a window whose size in tokens is unknown (a real "
+        "subscription): points of the window per episode, e.g. from an earlier run's quota "
+        "intervals (empty = the share cannot be estimated)",
+    )
     quota_interval_s: int = Field(
         4,
         ge=1,
@@ -333,7 +353,9 @@ class CanaryTrialParams(BaseModel):
         False, description="Keep episode volumes/directories for debugging"
     )
 
-    _unset_if_empty = field_validator("model", "effort", "run_id", mode="before")(_empty_is_unset)
+    _unset_if_empty = field_validator(
+        "model", "effort", "run_id", "estimated_window_percent_per_episode", mode="before"
+    )(_empty_is_unset)
     _store_named = field_validator("store")(_named_store)
 
 

@@ -85,12 +85,11 @@ def show_budget_stop(run_id: str, result: dict[str, Any]) -> State[Any]:
     the flow's result as its data."""
     from prefect.states import Cancelled
 
-    budget = result["budget"]
-    spent = "unknown" if budget["spent_tokens"] is None else budget["spent_tokens"]
+    from pairlab.core.budget import budget_stop_words
+
     message = budget_stop_message(run_id)
     line = (
-        f"run {run_id} {message}: {spent} of {budget['ceiling_tokens']} billed tokens spent, "
-        f"{budget['episodes_recorded']} of {budget['episodes_planned']} episodes recorded; "
+        f"run {run_id} {message}: {budget_stop_words(result['budget'])}; "
         f"the partial report is published ({result['report']})"
     )
     _announce_stop(

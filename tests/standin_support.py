@@ -22,9 +22,14 @@ class StandIn:
     url: str
     ledgers: Path
 
-    def register(self, task_id: str) -> str:
-        """Register one episode over the admin API; its base URL (``<url>/e/<token>``)."""
-        answer = httpx.post(f"{self.url}/admin/episodes", json={"task_id": task_id})
+    def register(self, task_id: str, five_hour_limit: float | None = None) -> str:
+        """Register one episode over the admin API; its base URL (``<url>/e/<token>``).
+        ``five_hour_limit``: the weighted tokens of its account's five-hour window (a
+        small one makes a few episodes move the window by whole percents)."""
+        payload: dict[str, object] = {"task_id": task_id}
+        if five_hour_limit is not None:
+            payload |= {"account": "windowed", "plan": {"five_hour_limit": five_hour_limit}}
+        answer = httpx.post(f"{self.url}/admin/episodes", json=payload)
         answer.raise_for_status()
         return f"{self.url}/e/{answer.json()['token']}"
 

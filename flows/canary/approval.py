@@ -12,6 +12,7 @@ the run.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from datetime import UTC, datetime
 from typing import Any, Literal
 from uuid import UUID
@@ -28,6 +29,7 @@ from flows.canary.manifest import TRIALS, budget_lines, manifest_markdown, show_
 from flows.params import CanaryTrialParams
 from pairlab.adapters.run.directory import RunDir
 from pairlab.core.canary import TrialManifest
+from pairlab.core.schemas.quota import QuotaObservation
 from tasks.report import artifact_key
 
 Outcome = Literal["approved", "rejected", "timeout"]
@@ -69,15 +71,21 @@ class CanaryApproval(RunInput):
         return self
 
 
-def approval_description(manifest: TrialManifest) -> str:
-    """The Resume form's description: what would run and its budget, with warnings."""
+def approval_description(
+    manifest: TrialManifest, windows: Sequence[QuotaObservation] | None = None
+) -> str:
+    """The Resume form's description: what would run and its budget, with warnings;
+    ``windows``: the account's windows read before the pause (each window's expected share
+    of what remains, core/canary/window_share.py)."""
     lines = [
         f"**Canary trial `{manifest.trial_id}`**: {len(manifest.planned)} episodes, "
         f"`{manifest.baseline.revision}` → `{manifest.candidate.revision}` "
         f"(intervention {manifest.intervention_id}). The manifest artifact lists every "
         "frozen input and planned episode.",
         "",
-        *budget_lines(manifest.budget, sim=manifest.baseline.sim_effects is not None),
+        *budget_lines(
+            manifest.budget, sim=manifest.baseline.sim_effects is not None, windows=windows
+        ),
         "",
         "Approving requires the budget acknowledgement; rejecting runs nothing.",
     ]
@@ -85,14 +93,16 @@ def approval_description(manifest: TrialManifest) -> str:
 
 
 def ask_approval(
-    params: CanaryTrialParams, manifest: TrialManifest
+    params: CanaryTrialParams,
+    manifest: TrialManifest,
+    windows: Sequence[QuotaObservation] | None = None,
 ) -> tuple[Outcome, CanaryApproval | None]:
     """Wait for the decision. A deployment's run is suspended (its process exits and the
     run stays Paused on the server; once resumed, a `pairlab serve` runs it again from
     the top and this returns the input); a run without a deployment pauses in place."""
     from prefect.runtime import deployment
 
-    form = CanaryApproval.with_initial_data(description=approval_description(manifest))
+    form = CanaryApproval.with_initial_data(description=approval_description(manifest, windows))
     try:
         if deployment.get_id() is not None:
             decision = suspend_flow_run(
@@ -166,10 +176,15 @@ def approval_record(
     }
 
 
-def decide(params: CanaryTrialParams, run_dir: RunDir, manifest: TrialManifest) -> dict[str, Any]:
+def decide(
+    params: CanaryTrialParams,
+    run_dir: RunDir,
+    manifest: TrialManifest,
+    windows: Sequence[QuotaObservation] | None = None,
+) -> dict[str, Any]:
     """Wait for the decision and record it: ``trials/approval.json``, the manifest's
     ``approval`` and a new version of the manifest artifact headed by the decision."""
-    outcome, decision = ask_approval(params, manifest)
+    outcome, decision = ask_approval(params, manifest, windows)
     decided_at = submitted_at() if outcome != "timeout" else None
     approval = approval_record(outcome, decision, params, decided_at)
     run_dir.write_json(f"{TRIALS}/approval.json", approval)

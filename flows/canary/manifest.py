@@ -11,6 +11,7 @@ and shown as a markdown artifact for the approver.
 from __future__ import annotations
 
 import secrets
+from collections.abc import Sequence
 from datetime import UTC, datetime, timedelta
 from typing import Any, Final
 
@@ -29,10 +30,12 @@ from pairlab.core.canary import (
     to_identifier,
 )
 from pairlab.core.canary.tokens import loom_provider
+from pairlab.core.canary.window_share import share_words, window_shares
 from pairlab.core.errors import InvalidInputError, ReasonCode
 from pairlab.core.schedule import Schedule
 from pairlab.core.schemas.catalog import LoadedSuite
 from pairlab.core.schemas.profile import RunnerProfile
+from pairlab.core.schemas.quota import QuotaObservation
 from tasks.report import artifact_key
 from tasks.retry import plain_task
 
@@ -103,14 +106,17 @@ def _budget(params: CanaryTrialParams, profile: RunnerProfile, episodes: int) ->
             "five-hour": params.sim_five_hour_budget_tokens,
             "seven-day": params.sim_seven_day_budget_tokens,
         }
+    per_episode = params.estimated_window_percent_per_episode
+    fallback = None if per_episode is None else round(per_episode * episodes, 1)
     return Budget(
         episodes=episodes,
         estimated_tokens_per_episode=params.estimated_tokens_per_episode,
         estimated_tokens_total=total,
         window_budget_tokens=budgets,
         estimated_quota_percent={
-            w: (round(100.0 * total / b, 1) if b else None) for w, b in budgets.items()
+            w: (round(100.0 * total / b, 1) if b else fallback) for w, b in budgets.items()
         },
+        estimated_window_percent_per_episode=per_episode,
     )
 
 
@@ -203,9 +209,10 @@ def frozen_manifest(
     suite: LoadedSuite,
     profile: RunnerProfile,
     schedule: Schedule,
+    windows: Sequence[QuotaObservation] | None = None,
 ) -> TrialManifest:
     """The trial's manifest: the one frozen earlier (a resumed trial), else frozen now;
-    shown to the approver either way."""
+    shown to the approver either way, with ``windows`` (the account's windows read now)."""
     existing = run_dir.path / TRIALS / "manifest.json"
     if existing.is_file():
         manifest = TrialManifest.model_validate_json(existing.read_bytes())
@@ -215,7 +222,9 @@ def frozen_manifest(
     deadline = datetime.now(UTC) + timedelta(seconds=params.approval_timeout_s)
     waiting = f"awaiting approval until {deadline:%Y-%m-%d %H:%M:%S} UTC (then not run)"
     show_manifest(
-        trial_id, manifest_markdown(manifest, heading=waiting), f"canary manifest — {waiting}"
+        trial_id,
+        manifest_markdown(manifest, heading=waiting, windows=windows),
+        f"canary manifest — {waiting}",
     )
     return manifest
 
@@ -253,25 +262,43 @@ def show_manifest(trial_id: str, markdown: str, description: str) -> None:
     create_markdown_artifact(key=key, markdown=markdown, description=description)
 
 
-def budget_lines(budget: Budget, sim: bool) -> list[str]:
+def budget_lines(
+    budget: Budget, sim: bool, windows: Sequence[QuotaObservation] | None = None
+) -> list[str]:
     """Per quota window: the trial's expected share of it and of what remains, with a
-    warning where it would not fit (the simulator's trial account is fresh: all of
-    each window remains; a real account's remaining window is not known beforehand)."""
+    warning where it would not fit. ``windows``: the account's windows as read now, before
+    approval (core/canary/window_share.py); without a reading the simulator's trial account
+    is fresh (all of each window remains) and a real account's remaining window is not
+    known."""
     lines = [
         f"Expected budget: {budget.episodes} episodes × ~{budget.estimated_tokens_per_episode:,} "
         f"tokens = ~{budget.estimated_tokens_total:,} tokens.",
         "",
     ]
+    shares = (
+        {s.window: s for s in window_shares(budget.estimated_quota_percent, windows)}
+        if windows is not None
+        else {}
+    )
     for window, share in budget.estimated_quota_percent.items():
         size = budget.window_budget_tokens.get(window)
-        if share is None or size is None:
+        read = shares.get(window)
+        if share is None:
             lines.append(
                 f"- {window} window: size unknown — the share of the window cannot be checked"
+                + ("" if read is None else f"; {share_words(read)}")
             )
             continue
-        remaining = 100.0 if sim else None
-        line = f"- {window} window ({size:,} tokens): **{share:g}%** of the window"
-        if remaining is not None:
+        sized = (
+            f"{size:,} tokens"
+            if size is not None
+            else f"estimated {budget.estimated_window_percent_per_episode:g} points per episode"
+        )
+        line = f"- {window} window ({sized}): **{share:g}%** of the window"
+        if read is not None:
+            line += f"; {share_words(read)}"
+        elif sim:
+            remaining = 100.0
             line += f", {remaining:g}% remaining (fresh trial account)"
             if share > remaining:
                 line += (
@@ -311,7 +338,11 @@ def _assignment(a: Assignment) -> str:
     return f"{a.provider}/{a.model}/{a.effort or '-'}"
 
 
-def manifest_markdown(manifest: TrialManifest, heading: str = "awaiting approval") -> str:
+def manifest_markdown(
+    manifest: TrialManifest,
+    heading: str = "awaiting approval",
+    windows: Sequence[QuotaObservation] | None = None,
+) -> str:
     b = manifest.budget
     lines = [
         f"# Canary trial `{manifest.trial_id}` — {heading}",
@@ -339,7 +370,7 @@ def manifest_markdown(manifest: TrialManifest, heading: str = "awaiting approval
             f"`{f.acceptance_contract_id[:19]}…` | {', '.join(f.required_checks)} |"
         )
     lines += ["", "## Expected budget", ""]
-    lines += budget_lines(b, sim=manifest.baseline.sim_effects is not None)
+    lines += budget_lines(b, sim=manifest.baseline.sim_effects is not None, windows=windows)
     if manifest.approval is not None:
         lines += ["", "## Decision", "", approval_line(manifest.approval)]
     lines += [

@@ -37,7 +37,7 @@ from pairlab.adapters.backends.base import ExecutionBackend, RunOutcome
 from pairlab.adapters.backends.factory import make_backend
 from pairlab.adapters.episode.build import episode_record, episode_spec
 from pairlab.adapters.episode.session import CollectedEpisode
-from pairlab.adapters.quota.account import QuotaBracket, quota_interval
+from pairlab.adapters.quota.account import QuotaBracket, quota_interval, snapshot_quota
 from pairlab.adapters.run.directory import RunDir, safe_name
 from pairlab.adapters.run.trial_inputs import open_sim_account
 from pairlab.core.canary import CheckResult, RunEvidence
@@ -45,6 +45,7 @@ from pairlab.core.schedule import PlannedEpisode, Schedule
 from pairlab.core.schemas.catalog import LoadedSuite
 from pairlab.core.schemas.episode import GraderCheck
 from pairlab.core.schemas.profile import RunnerProfile
+from pairlab.core.schemas.quota import QuotaObservation
 from tasks.args import quoted
 from tasks.episode import collect_and_grade, prepared_in_tasks, record_episode, run_episode
 from tasks.report import progress_artifact
@@ -206,6 +207,21 @@ def trial_account(params: CanaryTrialParams, profile: RunnerProfile, trial_id: s
             },
         )
     return account_dir
+
+
+def trial_windows(profile: RunnerProfile, run_dir: RunDir) -> list[QuotaObservation] | None:
+    """The account's windows read now, before approval, through the profile's quota probe
+    (a registered account: its provider's usage endpoint), kept as
+    ``trials/windows-before-approval.json``: what the approver saw. None for the
+    simulator: its trial account is opened only once the trial is approved (nothing exists
+    for a trial that never runs) and is fresh by construction: all of each window remains."""
+    if profile.quota.probe == "sim":
+        return None
+    windows = snapshot_quota(profile, None)
+    run_dir.write_json(
+        "trials/windows-before-approval.json", [o.model_dump(mode="json") for o in windows]
+    )
+    return windows
 
 
 class TrialProgress:

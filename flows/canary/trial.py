@@ -1,7 +1,8 @@
 """The canary-trial flow (DESIGN 9): freeze, pause for approval, run interleaved, judge, publish.
 
-1. Freeze the trial manifest and show it with the expected budget
-   (flows/canary/manifest.py).
+1. Read the account's windows now and freeze the trial manifest; show it with the
+   expected budget and each window's expected share of what remains, with a warning
+   where it exceeds it (flows/canary/manifest.py, core/canary/window_share.py).
 2. Pause for a typed approval; nothing runs before it, and a rejection or a
    timeout ends the trial with zero episodes in a Cancelled state that says why
    (flows/canary/approval.py).
@@ -34,7 +35,7 @@ from flows.canary.manifest import (
     show_manifest,
 )
 from flows.canary.publishing import publish_trial
-from flows.canary.running import run_trial
+from flows.canary.running import run_trial, trial_windows
 from flows.params import CanaryTrialParams
 from flows.run_ui import name_flow_run
 from pairlab.adapters.episode.io import load_eval_inputs
@@ -66,19 +67,23 @@ def canary_trial(params: CanaryTrialParams) -> dict[str, Any] | State[Any]:
         params.task_filter, params.repetitions, params.seed, trial_id, params.strata
     )
     run_dir = RunDir(Path(params.work_dir), trial_id)
-    manifest = frozen_manifest(params, trial_id, run_dir, suite, profile, schedule)
+    # the account's windows now: each one's expected share of what remains, before approval
+    windows = trial_windows(profile, run_dir)
+    manifest = frozen_manifest(params, trial_id, run_dir, suite, profile, schedule, windows)
     logger.info(
         "trial %s frozen (%d episodes); waiting for approval; %s",
         trial_id,
         len(manifest.planned),
         " ".join(
             line.removeprefix("- ").replace("**", "")
-            for line in budget_lines(manifest.budget, sim=manifest.baseline.sim_effects is not None)
+            for line in budget_lines(
+                manifest.budget, sim=manifest.baseline.sim_effects is not None, windows=windows
+            )
             if line
         ),
     )
 
-    approval = decide(params, run_dir, manifest)
+    approval = decide(params, run_dir, manifest, windows)
     if not approval["approved"]:
         result = not_run(trial_id, approval, params)
         logger.info("trial %s not run: %s", trial_id, result["reason"])

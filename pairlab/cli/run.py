@@ -85,6 +85,9 @@ def _run_eval(params: Any, *, show_progress: bool, as_json: bool = False) -> dic
     refuse_credential_parameters(params.model_dump(mode="json"))
     if params.account is not None:
         params = _account_profile(params)
+        from flows.evidence.budget_ceilings import check_account_budget
+
+        check_account_budget(params)  # a window ceiling on an API key, overlapping pairs
     _, profile = load_eval_inputs(params.suite, params.profile, params.intervention)
     require_arms(profile, params.arms)
     if params.backend == "docker" and params.dispatch.mode == "in-process":
@@ -135,6 +138,7 @@ def _eval_result(state: Any, as_json: bool) -> dict[str, Any]:
     """The flow's result; a run stopped at its budget ceiling (its Cancelled state says
     ``budget-exhausted``) prints what it did, then is :class:`RunStopped` (exit 4)."""
     from flows.run_ui import budget_stop_message
+    from pairlab.core.budget import budget_stop_words
 
     if not state.is_cancelled():
         return cast("dict[str, Any]", state.result())  # a failed run raises its error
@@ -144,11 +148,9 @@ def _eval_result(state: Any, as_json: bool) -> dict[str, Any]:
     budget = result["budget"]
     if not as_json:
         _print_result(result, as_json=False)
-    spent = "unknown" if budget["spent_tokens"] is None else budget["spent_tokens"]
     raise RunStopped(
-        f"{budget_stop_message(result['run_id'])}: {spent} of {budget['ceiling_tokens']} "
-        f"billed tokens spent, {budget['episodes_recorded']} of {budget['episodes_planned']} "
-        "episodes recorded; the partial report is published",
+        f"{budget_stop_message(result['run_id'])}: {budget_stop_words(budget)}; the partial "
+        "report is published",
         details={k: result[k] for k in (*SUMMARY_KEYS, "budget") if k in result},
     )
 
@@ -267,6 +269,7 @@ def _eval_options() -> list[inspect.Parameter]:
                 "model",
                 "account",
                 "budget_tokens",
+                "budget_window_percent",
                 "seed",
                 "concurrency",
                 "min_pairs",

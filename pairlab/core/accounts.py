@@ -61,6 +61,17 @@ DEFAULT_PROVIDER_URLS: dict[AccountClient, str] = {
 # for a ChatGPT auth mode: codex-rs model-provider-info, ``to_api_provider``)
 CHATGPT_PROVIDER_URL = "https://chatgpt.com/backend-api/codex"
 
+# the kinds that carry a subscription's usage windows (an API key is billed per token: none)
+WINDOW_KINDS: frozenset[CredentialKind] = frozenset(
+    {CredentialKind.SUBSCRIPTION_TOKEN, CredentialKind.CHATGPT_AUTH_JSON}
+)
+
+
+def has_subscription_window(kind: CredentialKind) -> bool:
+    """Does an account of this kind have subscription windows (five-hour, seven-day)?"""
+    return kind in WINDOW_KINDS
+
+
 _NAME = re.compile(r"^[a-z0-9][a-z0-9-]{0,47}$")
 CLAUDE_SUBSCRIPTION_PREFIX = "sk-ant-oat"
 
@@ -246,9 +257,9 @@ class AccountStamp(StrictModel):
     def fact(self) -> str:
         """The report's facts-line words: which account, and what its kind means for quota."""
         window = (
-            "an API key has no subscription window"
-            if self.kind == CredentialKind.API_KEY
-            else "subscription windows not read yet"
+            "subscription windows read from the provider's usage endpoint"
+            if has_subscription_window(self.kind)
+            else "an API key has no subscription window"
         )
         where = "the provider" if self.is_default_provider else self.provider_url
         return f" · account {self.name} ({self.client} {self.kind} at {where}; {window})"

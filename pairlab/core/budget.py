@@ -37,14 +37,14 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from typing import Literal
+from typing import Any
 
 from pydantic import Field
 
+from pairlab.core.admission import Admission
+from pairlab.core.budget_window import WindowBudgetStatus
 from pairlab.core.schemas.base import StrictModel
 from pairlab.core.schemas.episode import EpisodeRecord
-
-Admission = Literal["start", "wait", "stop"]
 
 
 def billed_tokens(record: EpisodeRecord) -> int | None:
@@ -124,26 +124,32 @@ def decide_next_unit(
 
 
 class BudgetStatus(StrictModel):
-    """``run.json`` → ``budget``: the run's ceiling and where the run stands against it."""
+    """``run.json`` → ``budget``: the run's ceilings and where the run stands against them.
 
-    ceiling_tokens: int = Field(ge=1)
+    ``ceiling_tokens`` is the token ceiling (None: none; what was spent is said anyway);
+    ``window`` the percent-of-window ceiling (:mod:`pairlab.core.budget_window`; None: none,
+    and the key is left out of ``run.json``)."""
+
+    ceiling_tokens: int | None = Field(ge=1)
     spent_tokens: int | None = Field(ge=0)  # measured + estimated; None: unknown
     unmeasured_episodes: int = Field(ge=0)  # recorded without usage (counted at the estimate)
     stopped_at_ceiling: bool
     episodes_recorded: int = Field(ge=0)
     episodes_planned: int = Field(ge=0)
+    window: WindowBudgetStatus | None = None
 
     @classmethod
     def of(
         cls,
         records: Iterable[EpisodeRecord],
         *,
-        ceiling_tokens: int,
+        ceiling_tokens: int | None,
         stopped: bool,
         episodes_planned: int,
+        window: WindowBudgetStatus | None = None,
     ) -> BudgetStatus:
         spends = [billed_tokens(r) for r in records]
-        decision = decide_next_unit(spends, ceiling_tokens=ceiling_tokens, next_episodes=0)
+        decision = decide_next_unit(spends, ceiling_tokens=ceiling_tokens or 1, next_episodes=0)
         return cls(
             ceiling_tokens=ceiling_tokens,
             spent_tokens=decision.spent_tokens,
@@ -151,18 +157,51 @@ class BudgetStatus(StrictModel):
             stopped_at_ceiling=stopped,
             episodes_recorded=len(spends),
             episodes_planned=episodes_planned,
+            window=window,
         )
+
+    def to_json(self) -> dict[str, Any]:
+        """What ``run.json`` and the flow's result hold (no ``window`` key without one)."""
+        return self.model_dump(mode="json", exclude={"window"} if self.window is None else None)
+
+    def spent_words(self) -> str:
+        """``123 of 400 billed tokens spent`` and/or ``at most 7 of 10% of the subscription
+        window used``: each ceiling the run has, against what it spent."""
+        spent = "unknown" if self.spent_tokens is None else str(self.spent_tokens)
+        parts = []
+        if self.ceiling_tokens is not None:
+            parts.append(f"{spent} of {self.ceiling_tokens} billed tokens spent")
+        if self.window is not None:
+            parts.append(self.window.words())
+        return ", ".join(parts)
 
     def fact(self) -> str:
         """The report's facts-line words."""
-        spent = "unknown" if self.spent_tokens is None else str(self.spent_tokens)
         if self.stopped_at_ceiling:
             return (
-                f" · STOPPED AT THE BUDGET CEILING (budget-exhausted): {spent} of "
-                f"{self.ceiling_tokens} billed tokens spent, {self.episodes_recorded} of "
-                f"{self.episodes_planned} episodes recorded"
+                f" · STOPPED AT THE BUDGET CEILING (budget-exhausted): {self.spent_words()}, "
+                f"{self.episodes_recorded} of {self.episodes_planned} episodes recorded"
             )
-        return f" · budget ceiling {self.ceiling_tokens} billed tokens, {spent} spent"
+        ceilings = []
+        if self.ceiling_tokens is not None:
+            spent = "unknown" if self.spent_tokens is None else str(self.spent_tokens)
+            ceilings.append(f"budget ceiling {self.ceiling_tokens} billed tokens, {spent} spent")
+        if self.window is not None:
+            ceilings.append(
+                f"budget ceiling {self.window.ceiling_percent:g}% of the subscription window, "
+                f"{self.window.used_words()} used"
+            )
+        return "".join(f" · {c}" for c in ceilings)
+
+
+def budget_stop_words(budget: dict[str, Any]) -> str:
+    """What a stopped run spent, said in its stop message: ``<spent words>, N of M
+    episodes recorded`` (``budget`` is ``run.json``'s)."""
+    status = BudgetStatus.model_validate(budget, strict=False)
+    return (
+        f"{status.spent_words()}, {status.episodes_recorded} of {status.episodes_planned} "
+        "episodes recorded"
+    )
 
 
 def budget_fact(budget: object) -> str:
@@ -178,5 +217,6 @@ __all__ = [
     "BudgetStatus",
     "billed_tokens",
     "budget_fact",
+    "budget_stop_words",
     "decide_next_unit",
 ]

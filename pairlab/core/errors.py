@@ -84,6 +84,8 @@ class ReasonCode(StrEnum):
     CREDENTIAL_REJECTED = "credential-rejected"
     CREDENTIAL_STORE_INSECURE = "credential-store-insecure"
     CREDENTIAL_IN_PARAMETER = "credential-in-parameter"
+    # a percent-of-window ceiling on an account that has no subscription window (an API key)
+    NO_SUBSCRIPTION_WINDOW = "no-subscription-window"
     # a run's approved ceiling (core/budget.py): stopped scheduling, resumable
     BUDGET_EXHAUSTED = "budget-exhausted"
 

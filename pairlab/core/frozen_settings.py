@@ -15,8 +15,8 @@ defaults), so each field of the request is one of:
 * otherwise the operator asked to change what the run measures: refused
   (``resume-changed``, exit 2), naming every such field with both values.
 
-An *approval* field (the budget ceiling, ``budget_tokens``: what the run may spend, not
-what it measures) is neither: a resume that leaves it untouched keeps the run's value (a
+An *approval* field (a budget ceiling, ``budget_tokens`` or ``budget_window_percent``:
+what the run may spend, not what it measures) is neither: a resume that leaves it untouched keeps the run's value (a
 resume never drops an approved ceiling by omission), and a new value, higher or lower,
 replaces it and is recorded as changed; the run then keeps the new value as its frozen
 one (``adapters/run/frozen_settings.py``). A ceiling lowered below what the run already
@@ -46,7 +46,7 @@ OPERATIONAL_FIELDS: Final = frozenset(
     {"run_id", "work_dir", "concurrency", "dispatch", "keep_workspaces", "on_secret"}
 )
 # What the run is approved to spend: untouched keeps the run's value, a new value replaces it.
-APPROVAL_FIELDS: Final = frozenset({"budget_tokens"})
+APPROVAL_FIELDS: Final = frozenset({"budget_tokens", "budget_window_percent"})
 
 
 @dataclass(frozen=True)

@@ -15,6 +15,7 @@ from pathlib import Path
 import httpx
 import pytest
 
+from pairlab.core.schemas.quota import QuotaObservation
 from tests.real_cli_bins import claude_binary, codex_binary
 from tests.support import CATALOG_DIR, REPO_ROOT, pairlab_argv
 
@@ -155,9 +156,7 @@ def test_real_claude_code_shows_its_own_message_for_a_wrong_key(
 
 
 @pytest.mark.realcli
-def test_real_codex_shows_its_own_message_for_a_wrong_key(
-    standin: StandIn, tmp_path: Path
-) -> None:
+def test_real_codex_shows_its_own_message_for_a_wrong_key(standin: StandIn, tmp_path: Path) -> None:
     env = {**_quiet_env(tmp_path), "CODEX_HOME": str(tmp_path / "home"), "KEY": WRONG_OPENAI}
     provider = (
         f'{{name="stand-in",base_url="{standin.url}/v1",wire_api="responses",env_key="KEY",'
@@ -224,3 +223,46 @@ def test_account_check_probe_asks_the_provider(standin: StandIn, tmp_path: Path)
     assert "OAuth token has expired" in refused["error"]
     bad = pairlab("account", "check", "bad", "--probe", "--json")
     assert bad.returncode == 2 and "Incorrect API key provided" in json.loads(bad.stdout)["error"]
+
+
+def test_an_accounts_windows_are_read_from_the_providers_usage_endpoint(
+    standin: StandIn, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The account's quota probe at the HTTP level (adapters/accounts/quota_wiring.py): a
+    ChatGPT login reads Codex's usage endpoint with its access token, an expired Claude
+    subscription token is refused (its windows unknown, never 0), an API key has no window;
+    the profile carries only the account's name."""
+    from datetime import UTC, datetime
+
+    from pairlab.adapters.accounts.local_file import LocalFileAccountStore
+    from pairlab.adapters.accounts.quota_wiring import account_quota_source
+    from pairlab.adapters.profiles import load_profile_file
+    from pairlab.adapters.quota.account import snapshot_quota
+    from pairlab.core.accounts import Account, recognise_kind
+
+    monkeypatch.setenv("PAIRLAB_ACCOUNTS_FILE", str(tmp_path / "config" / "accounts.json"))
+    monkeypatch.setenv("PAIRLAB_ACCOUNT_STORE", "file")
+    store = LocalFileAccountStore()
+    login = json.dumps({"tokens": {"access_token": CODEX_ACCESS, "account_id": "acct-7"}})
+
+    def windows(name: str, client: str, credential: str, url: str) -> list[QuotaObservation]:
+        kind = recognise_kind(client, credential)  # type: ignore[arg-type]
+        account = Account(
+            name=name, client=client, kind=kind, provider_url=url, stored_in="file",  # type: ignore[arg-type]
+            added_at=datetime.now(UTC),
+        )  # fmt: skip
+        store.save(account, credential, replace=True)
+        source = account_quota_source(account)
+        assert credential not in json.dumps(source.model_dump())  # the name only
+        profile = load_profile_file(REPO_ROOT / "runner_profiles" / f"{client}.yaml")
+        return snapshot_quota(profile.model_copy(update={"quota": source}), None)
+
+    chatgpt = windows("plus", "codex", login, f"{standin.url}/a/ops")
+    assert {o.window for o in chatgpt} == {"five-hour", "seven-day"}
+    assert all(o.used_percent is not None and o.source == "codex-usage-endpoint" for o in chatgpt)
+    expired = windows("old", "claude", EXPIRED, f"{standin.url}/a/ops")
+    assert [o.used_percent for o in expired] == [None, None]
+    assert {o.source for o in expired} == {"claude-oauth-usage:unavailable:http-401"}
+    api_key = windows("key", "claude", GOOD, standin.url)
+    assert [o.used_percent for o in api_key] == [None, None]
+    assert {o.source for o in api_key} == {"no-window:unavailable:api-key-no-subscription-window"}

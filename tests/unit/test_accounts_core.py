@@ -89,5 +89,5 @@ def test_the_stamp_a_run_records_names_no_credential_and_says_what_the_kind_mean
     assert own.is_default_provider and own.provider_url == "https://api.anthropic.com"
     assert own.fact() == (
         " · account own (claude subscription-token at the provider; "
-        "subscription windows not read yet)"
+        "subscription windows read from the provider's usage endpoint)"
     )

@@ -5,6 +5,7 @@ warning, a required budget acknowledgement)."""
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
 from typing import Any
 
 import jsonschema
@@ -16,6 +17,7 @@ from flows.deployments import build_deployments, form_choices
 from flows.form_schema import drop_none
 from flows.params import CanaryTrialParams, EvidenceEvalParams
 from pairlab.core.canary import Budget
+from pairlab.core.schemas.quota import QuotaObservation
 
 
 @pytest.fixture(scope="module")
@@ -325,3 +327,53 @@ def test_work_pool_deployments_parameters_are_completed_so_the_form_can_submit()
     assert left == {}  # its artifact path has no default: the operator's to fill in
     with pytest.raises(InvalidInputError, match="repetitions"):
         complete_parameters(flows["evidence-eval"], {"params": {"repetitions": 0}})
+
+
+def _reading(window: str, used: float | None) -> QuotaObservation:
+    return QuotaObservation(
+        provider="claude", window=window, used_percent=used, precision_percent=1.0,
+        observed_at=datetime(2026, 12, 5, tzinfo=UTC), source="claude-oauth-usage",
+    )  # fmt: skip
+
+
+def test_the_approval_shows_each_windows_share_of_what_remains_now() -> None:
+    """Before the pause the account's windows are read: the trial's expected share of what
+    remains (the whole-percent reading at its lower bound), a warning beyond it."""
+    from flows.canary.manifest import canary_profile, freeze_manifest
+    from pairlab.adapters.episode.io import load_eval_inputs
+    from pairlab.core.schedule import plan_canary
+
+    budget = _budget(1_000)  # 5.3% of the five-hour window, 0.1% of the seven-day one
+    roomy = "\n".join(
+        budget_lines(
+            budget, sim=True, windows=[_reading("five-hour", 40.0), _reading("seven-day", 3.0)]
+        )
+    )
+    assert "read now: 40% used, at least 59% remaining" in roomy
+    assert "the trial would use **9% of what remains**" in roomy and "WARNING" not in roomy
+    tight = "\n".join(budget_lines(budget, sim=True, windows=[_reading("five-hour", 96.0)]))
+    assert "at least 3% remaining" in tight
+    assert "WARNING: exceeds the remaining window by 2.3 points" in tight
+    assert tight.count("WARNING") == 1  # the seven-day window was not read: not warned on
+    unread = "\n".join(budget_lines(budget, sim=False, windows=[_reading("five-hour", None)]))
+    assert "its use now could not be read — the share of what remains cannot be checked" in unread
+    # a real subscription: the window's size in tokens is unknown; the operator's estimate
+    # in points per episode gives the expected share
+    params = CanaryTrialParams(estimated_window_percent_per_episode=2.5)
+    suite, profile = load_eval_inputs(params.suite, params.profile)
+    schedule = plan_canary(params.task_filter, params.repetitions, params.seed, "t", params.strata)
+    manifest = freeze_manifest.fn(params, "t", suite, canary_profile(profile), schedule)
+    real = manifest.model_copy(
+        update={
+            "budget": manifest.budget.model_copy(
+                update={
+                    "window_budget_tokens": {"five-hour": None},
+                    "estimated_quota_percent": {"five-hour": 40.0},
+                }
+            )
+        }
+    )
+    text = approval_description(real, [_reading("five-hour", 70.0)])
+    assert "five-hour window (estimated 2.5 points per episode): **40%** of the window" in text
+    assert "at least 29% remaining" in text and "**138% of what remains**" in text
+    assert "WARNING: exceeds the remaining window by 11.0 points" in text

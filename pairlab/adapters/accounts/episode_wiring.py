@@ -31,8 +31,9 @@ The credential itself travels only in :func:`account_host_env` (the host environ
 backend takes secrets from) or :func:`account_secret_files`: the backends put a declared
 secret into the agent's environment (on Docker through a file mounted for the episode
 only) and record only its name (``PreparedEpisode.secret_names``), never its value, so it
-reaches no record, manifest, log or artifact. The profile's quota probe is given no token
-(an account's windows are read in a later step, issue 27 item 4; until then unknown).
+reaches no record, manifest, log or artifact. The profile's quota probe reads the
+account's subscription windows from the provider's usage endpoint (``quota_wiring``): the
+profile names only the account, and each snapshot reads the credential from the store.
 """
 
 from __future__ import annotations
@@ -42,6 +43,7 @@ import json
 from collections.abc import Mapping
 from datetime import UTC, datetime
 
+from pairlab.adapters.accounts.quota_wiring import account_quota_source
 from pairlab.adapters.run.provider import DUMMY_CREDENTIALS
 from pairlab.core.accounts import Account, CredentialKind
 from pairlab.core.errors import InvalidInputError, ReasonCode
@@ -122,7 +124,7 @@ def account_run_profile(
     else:
         secrets = [next((s for s in profile.secrets if s in DUMMY_CREDENTIALS), "OPENAI_API_KEY")]
     arm_args = {arm: _pointed(a, base) for arm, a in profile.arm_args.items()}
-    quota = profile.quota.model_copy(update={"options": {}, "charge_log_url": None})
+    quota = account_quota_source(account)
     return profile.model_copy(
         update={
             "endpoint": None,

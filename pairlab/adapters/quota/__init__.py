@@ -2,7 +2,8 @@
 
 ``make_probe(name, **options)`` builds one of: ``sim``, ``codex-rollout``,
 ``codex-usage-endpoint``, ``claude-oauth-usage``, ``command`` (which also reads
-Claude's status-line JSON and Anthropic's unified rate-limit headers). Every probe's
+Claude's status-line JSON and Anthropic's unified rate-limit headers), ``no-window``
+(an API-key account: no subscription window, said in every snapshot). Every probe's
 ``snapshot()`` never raises; an unavailable source yields explicit unknowns.
 Continuity between consecutive snapshots: :func:`continuity_by_window`.
 """
@@ -17,6 +18,7 @@ from pairlab.adapters.quota.claude_oauth import ClaudeOAuthUsageProbe
 from pairlab.adapters.quota.codex_endpoint import CodexUsageEndpointProbe
 from pairlab.adapters.quota.codex_rollout import CodexRolloutProbe
 from pairlab.adapters.quota.command import CommandProbe
+from pairlab.adapters.quota.no_window import NoWindowProbe
 from pairlab.adapters.quota.sim import SimProbe
 from pairlab.core.errors import InvalidInputError, ReasonCode
 
@@ -26,6 +28,7 @@ PROBES: dict[str, Callable[..., QuotaProbe]] = {
     "codex-usage-endpoint": CodexUsageEndpointProbe,
     "claude-oauth-usage": ClaudeOAuthUsageProbe,
     "command": CommandProbe,
+    "no-window": NoWindowProbe,
 }
 
 

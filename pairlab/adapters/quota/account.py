@@ -37,12 +37,23 @@ from pairlab.core.schemas.quota import QuotaObservation
 
 
 def snapshot_quota(profile: RunnerProfile, account_dir: Path | None) -> list[QuotaObservation]:
-    """One look at the account's windows through the profile's quota probe."""
+    """One look at the account's windows through the profile's quota probe.
+
+    A registered account's probe names the account, not its credential: the credential is
+    read from the account store for this one look (adapters/accounts/quota_wiring.py); a
+    store that cannot be read now gives explicit unknowns, like any unavailable source."""
+    from pairlab.adapters.accounts.quota_wiring import resolve_account_options
     from pairlab.adapters.quota import make_probe
+    from pairlab.adapters.quota.base import unknown_observations
+    from pairlab.core.errors import PairlabError
 
     options: dict[str, object] = dict(profile.quota.options)
     if account_dir is not None:
         options.setdefault("account_dir", str(account_dir))
+    try:
+        options = resolve_account_options(options)
+    except PairlabError as exc:
+        return unknown_observations(profile.client, profile.quota.probe, str(exc.reason))
     return make_probe(profile.quota.probe, **options).snapshot()
 
 

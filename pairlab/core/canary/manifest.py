@@ -63,6 +63,8 @@ class Budget(FrozenModel):
     estimated_tokens_total: int
     window_budget_tokens: dict[str, int | None]  # window -> budget (simulator); None = unknown
     estimated_quota_percent: dict[str, float | None]  # window -> whole-trial estimate
+    # the operator's estimate per episode, in points of a window whose size is unknown
+    estimated_window_percent_per_episode: float | None = None
 
 
 class TrialManifest(FrozenModel):

@@ -181,7 +181,7 @@ def run_meta(
             if settings.account is None
             else {"account": settings.account.model_dump(mode="json")}
         ),
-        **({} if settings.budget is None else {"budget": settings.budget.model_dump(mode="json")}),
+        **({} if settings.budget is None else {"budget": settings.budget.to_json()}),
         **(
             {}
             if settings.scripted_model is None
