@@ -39,7 +39,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from pydantic import Field
+from pydantic import Field, SerializerFunctionWrapHandler, model_serializer
 
 from pairlab.core.admission import Admission
 from pairlab.core.budget_window import WindowBudgetStatus
@@ -160,9 +160,18 @@ class BudgetStatus(StrictModel):
             window=window,
         )
 
+    @model_serializer(mode="wrap")
+    def _without_absent_window(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        """No ``window`` key without a percent ceiling: ``run.json`` of a token ceiling as it
+        always was."""
+        dumped: dict[str, Any] = handler(self)
+        if dumped.get("window") is None:
+            dumped.pop("window", None)
+        return dumped
+
     def to_json(self) -> dict[str, Any]:
-        """What ``run.json`` and the flow's result hold (no ``window`` key without one)."""
-        return self.model_dump(mode="json", exclude={"window"} if self.window is None else None)
+        """What ``run.json`` and the flow's result hold."""
+        return self.model_dump(mode="json")
 
     def spent_words(self) -> str:
         """``123 of 400 billed tokens spent`` and/or ``at most 7 of 10% of the subscription
