@@ -68,11 +68,12 @@ class WindowCeiling:
     def status(self) -> WindowBudgetStatus:
         return WindowBudgetStatus(ceiling_percent=self.ceiling_percent, windows=self.starts or [])
 
-    def final_status(self) -> WindowBudgetStatus:
+    def final_status(self, progress: PairProgress) -> WindowBudgetStatus:
         """Where the run stands after its last pair: one more look at the windows."""
         starts = self.load()
         if starts:
-            self.starts = advance_windows(starts, account_windows(self.read()))
+            records = list(progress.records.values())
+            self.starts = advance_windows(starts, account_windows(self.read()), records)
             self._save()
         return self.status()
 
@@ -146,7 +147,7 @@ class BudgetGate:
 
     def window_status(self) -> WindowBudgetStatus | None:
         """The percent ceiling's status after the run's last pair (a fresh look)."""
-        return None if self.window is None else self.window.final_status()
+        return None if self.window is None else self.window.final_status(self.progress)
 
 
 __all__ = ["WINDOW_ACCOUNTING", "BudgetGate", "WindowCeiling"]

@@ -16,8 +16,9 @@ bound, never at its face value:
   ``start`` is the window's reading when the run started (``run.json`` keeps it, so a
   resume counts from the run's own start) and ``carried`` is what earlier periods of the
   window held: when the window has reset since (its reset identity changed),
-  ``carried`` grows by the last reading of the old period − start + precision and
-  ``start`` becomes 0 in the new one. It includes whatever else used the account
+  ``carried`` grows by the highest reading of the old period the run took (the gate's,
+  or any episode's quota bracket) − start + precision and ``start`` becomes 0 in the new
+  one. It includes whatever else used the account
   (concurrent use is the account's, and the ceiling is the account's);
 * **per-episode estimate** = the largest (after − before + precision) of any recorded
   episode whose quota bracket read the window twice in the same period (earlier
@@ -81,16 +82,20 @@ class WindowStart(StrictModel):
     last_percent: float = Field(ge=0, le=100)  # the latest reading of the current period
     precision_percent: float = Field(default=WHOLE_PERCENT, gt=0)
 
-    def advanced(self, now: QuotaObservation) -> WindowStart:
-        """This accounting after reading ``now`` (a known reading of the same window)."""
+    def advanced(self, now: QuotaObservation, seen: Iterable[QuotaObservation] = ()) -> WindowStart:
+        """This accounting after reading ``now`` (a known reading of the same window).
+        ``seen``: other readings of the window (the episodes' quota brackets): when the
+        window has reset, the old period's last use is the highest reading of it the run
+        took anywhere, not only the gate's own."""
         assert now.used_percent is not None
         if now.reset_id is not None and self.reset_id is not None and now.reset_id != self.reset_id:
-            carried = (
-                self.carried_percent
-                + self.last_percent
-                - self.start_percent
-                + self.precision_percent
-            )
+            old_period = [
+                o.used_percent
+                for o in seen
+                if o.reset_id == self.reset_id and o.used_percent is not None
+            ]
+            last = max([self.last_percent, *old_period])
+            carried = self.carried_percent + last - self.start_percent + self.precision_percent
             return self.model_copy(
                 update={
                     "start_percent": 0.0,
@@ -128,16 +133,30 @@ def start_windows(observations: Iterable[QuotaObservation]) -> list[WindowStart]
     ]
 
 
+def bracket_readings(records: Iterable[EpisodeRecord], window: str) -> list[QuotaObservation]:
+    """Every reading of the account-wide ``window`` in the records' quota brackets."""
+    return [
+        o
+        for r in records
+        for o in (*(r.quota_before or []), *(r.quota_after or []))
+        if o.window == window and ":" not in o.provider
+    ]
+
+
 def advance_windows(
-    starts: Sequence[WindowStart], now: Mapping[str, QuotaObservation]
+    starts: Sequence[WindowStart],
+    now: Mapping[str, QuotaObservation],
+    records: Sequence[EpisodeRecord] = (),
 ) -> list[WindowStart]:
-    """The accounting after one look: each window with a known reading advanced, the rest
-    as they were."""
+    """The accounting after one look: each window with a known reading advanced (the
+    records' brackets seen too), the rest as they were."""
     out = []
     for start in starts:
         reading = now.get(start.window)
-        known = reading is not None and reading.used_percent is not None
-        out.append(start.advanced(reading) if known and reading is not None else start)
+        if reading is None or reading.used_percent is None:
+            out.append(start)
+            continue
+        out.append(start.advanced(reading, bracket_readings(records, start.window)))
     return out
 
 
@@ -247,7 +266,7 @@ def decide_window_unit(
             reason = f"the {start.window} window cannot be read now"
             decisions.append(_unread(ceiling_percent, start.window, reason))
             continue
-        current = start.advanced(reading)
+        current = start.advanced(reading, bracket_readings(records, start.window))
         advanced.append(current)
         uses = [u for r in records if (u := episode_window_use(r, start.window)) is not None]
         decisions.append(
@@ -289,6 +308,7 @@ __all__ = [
     "WindowStart",
     "account_windows",
     "advance_windows",
+    "bracket_readings",
     "decide_window_unit",
     "episode_window_use",
     "start_windows",

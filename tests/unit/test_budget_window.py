@@ -100,6 +100,15 @@ def test_a_window_reset_carries_the_old_period_conservatively() -> None:
     (five,) = starts
     assert (five.carried_percent, five.start_percent, five.reset_id) == (7.0, 0.0, RESET_B)
     assert five.used_percent == 7.0 + 2.0 + 1.0
+    # an episode read the old period higher than the gate did (96 -> 99 before the reset):
+    # the carried use counts the highest reading the run took of it
+    late = [_record(9, 96.0, 99.0)]
+    start = start_windows([_obs(90.0)])
+    _, start = decide_window_unit(start, _now(96.0), [], ceiling_percent=100, next_episodes=1)
+    _, start = decide_window_unit(
+        start, _now(2.0, RESET_B), late, ceiling_percent=100, next_episodes=1
+    )
+    assert start[0].carried_percent == 99.0 - 90.0 + 1.0
     # one more look (the run's final status): advanced; an unread window stays as it was
     (later,) = advance_windows(starts, _now(5.0, RESET_B))
     assert later.used_percent == 7.0 + 5.0 + 1.0
