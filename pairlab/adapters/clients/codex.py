@@ -182,11 +182,38 @@ def codex_server_report(
     return None
 
 
+def _search_loaded(body: dict[str, Any], normal: str) -> list[str]:
+    """``<namespace>/<tool>`` of the server's tools that the request's ``tool_search_output``
+    items loaded (in order)."""
+    names: list[str] = []
+    raw = body.get("input")
+    for item in raw if isinstance(raw, list) else []:
+        if not isinstance(item, dict) or item.get("type") != "tool_search_output":
+            continue
+        for spec in item.get("tools") or []:
+            if not isinstance(spec, dict) or spec.get("type") != "namespace":
+                continue
+            name = spec.get("name")
+            if not isinstance(name, str):
+                continue
+            if name.removeprefix("mcp__").replace("-", "_") == normal:
+                names += [
+                    f"{name}/{t.get('name')}"
+                    for t in spec.get("tools") or []
+                    if isinstance(t, dict)
+                ]
+    return list(dict.fromkeys(names))
+
+
 def codex_server_listing(body: dict[str, Any], server: str) -> ServerListing:
     """The request's ``mcp__<server>`` namespace (Codex writes ``-`` as ``_`` there): its
     tools' names and the namespace's definition; and the line of the ``tool_search``
     description that names the server (Codex defers MCP tools behind the search: until a
-    search loads them, that line is all the request carries of the server)."""
+    search loads them, that line is all the request carries of the server).
+
+    The tools a search loaded count as listed too: Codex never adds them to ``tools``;
+    they reach the model as the ``tool_search_output`` items of the request's input (a
+    tool result, so their definitions are not counted as the request's definitions)."""
     normal = server.replace("-", "_")
     tools: list[str] = []
     definitions: list[Any] = []
@@ -208,6 +235,7 @@ def codex_server_listing(body: dict[str, Any], server: str) -> ServerListing:
                 match = _SOURCE_LINE.match(line)
                 if match and match.group(1).replace("-", "_") == normal:
                     texts.append(line)
+    tools += [t for t in _search_loaded(body, normal) if t not in tools]
     return ServerListing(tools=tuple(tools), definitions=tuple(definitions), texts=tuple(texts))
 
 
