@@ -31,7 +31,7 @@ def test_before_a_search_the_request_names_only_the_server() -> None:
     assert listing.texts == ("- token-optimizer: Files.",) and listing.listed
 
 
-def test_the_tools_a_search_loaded_are_listed_but_not_counted_as_definitions() -> None:
+def test_the_tools_a_search_loaded_are_listed_with_their_definitions() -> None:
     body = {
         "tools": [SEARCH],
         "input": [
@@ -54,6 +54,10 @@ def test_the_tools_a_search_loaded_are_listed_but_not_counted_as_definitions() -
     }
     listing = codex_server_listing(body, "token-optimizer")
     assert listing.tools == ("mcp__token_optimizer/read_file", "mcp__token_optimizer/expand")
-    assert listing.definitions == ()  # a tool result, not the request's definitions
+    # their definitions as carried (resent in every later request), the other server's not
+    assert listing.definitions == (
+        _loaded("mcp__token_optimizer", "read_file", "expand"),
+        _loaded("mcp__token_optimizer", "read_file"),
+    )
     assert listing.texts == ("- token-optimizer: Files.",)
     assert codex_server_listing(body, "absent").tools == ()

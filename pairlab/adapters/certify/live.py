@@ -20,7 +20,8 @@ The real binary runs here, against the provider emulator, on the chosen backend:
    also planted under its name in the user's config (:mod:`planted_config`): it must
    stay out of every arm. A pypi intervention is installed first, as an episode would.
    Per treated arm the report records the tools the CLI listed and their cl100k cost
-   per request (:func:`definition_tokens`).
+   per request (:func:`definition_tokens`), compared with the server's own tools/list
+   (``ListedTools.against``: Codex names only the tools a search loaded).
    Before any episode, the server itself is started as each treated arm starts it and
    asked its ``tools/list`` (recorded as ``server_tools``); the manifest's usage recipes
    are checked against it (a ``recipes`` check: ``recipe-unknown-tool``,
@@ -182,9 +183,11 @@ def definition_tokens(listing: ServerListing, counter: TokenCounter) -> int:
       server on a line of its ``tool_search`` description -- and until a search loads a
       tool, that line is all the request carries of it.
 
-    Nothing else is counted: not the server's instructions, not the search tool's own
-    definition, not tool calls or results (a search's loaded definitions arrive as a
-    tool result). 0 when the request carried nothing of the server."""
+    Once a search loaded some of the server's tools, their definitions are carried too
+    (Claude: in ``tools``; Codex: the namespace definitions in the ``tool_search_output``
+    items of the input, resent with every later request) and counted above. Nothing else
+    is counted: not the server's instructions, not the search tool's own definition, not
+    other tool calls or results. 0 when the request carried nothing of the server."""
     total = 0
     if listing.definitions:
         total += counter.count(
@@ -362,6 +365,8 @@ def certify_live(
                 checks.append(
                     CertifyCheck(name="probe", passed=False, detail=f"[{exc.reason}] {exc.message}")
                 )
+    if listed is not None and server_tools is not None:  # the CLI's listing vs tools/list
+        listed = [t.against(server_tools.get(t.arm)) for t in listed]
     failed = any(not c.passed for c in checks)
     return ProfileCertification(
         client=profile.client,

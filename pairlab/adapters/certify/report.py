@@ -57,7 +57,12 @@ class ListedTools(_Model):
     ``definition_tokens``: per request, in order, the cl100k cost of what the request
     carried of the server (``live.definition_tokens`` says exactly what is counted);
     ``deferred``: the CLI deferred the server's tools behind a tool search (both CLIs do:
-    the request names them and carries their definitions only once a search loads them)."""
+    the request names them and carries their definitions only once a search loads them).
+
+    Against the server's own ``tools/list`` for the arm (:meth:`against`; None when the
+    server was not asked): ``unlisted``, its tools the CLI never named in the arm (Codex
+    names only the ones a search loaded); ``not_the_servers``, names the CLI listed that
+    its tools/list lacks."""
 
     arm: str
     server: str
@@ -66,16 +71,45 @@ class ListedTools(_Model):
     definition_tokens: list[int]
     deferred: bool
     encoding: str
+    unlisted: list[str] | None = None
+    not_the_servers: list[str] | None = None
+
+    def against(self, server_tools: list[str] | None) -> ListedTools:
+        """This listing compared with the server's tools/list names (bare, as the server
+        names them; the CLI's ``mcp__<server>__`` / ``mcp__<server>/`` prefix is dropped)."""
+        if server_tools is None:
+            return self
+        bare = [_bare_tool(name) for name in self.tools]
+        return self.model_copy(
+            update={
+                "unlisted": [t for t in server_tools if t not in bare],
+                "not_the_servers": [t for t in bare if t not in server_tools],
+            }
+        )
 
     def line(self) -> str:
         costs = sorted(set(self.definition_tokens))
         cost = "/".join(str(c) for c in costs) if costs else "-"
         listed = ", ".join(self.tools) if self.tools else "none"
         defer = "; deferred behind the tool search" if self.deferred else ""
+        versus = ""
+        if self.unlisted is not None and self.not_the_servers is not None:
+            named = len(self.tools) - len(self.not_the_servers)
+            versus = f"; {named} of the server's {named + len(self.unlisted)} tools/list tools"
+            if self.not_the_servers:
+                versus += f", not in its tools/list: {', '.join(self.not_the_servers)}"
         return (
             f"{self.arm}: {len(self.tools)} tools of {self.server} ({listed}); "
-            f"{cost} {self.encoding} tokens per request over {self.requests} requests{defer}"
+            f"{cost} {self.encoding} tokens per request over {self.requests} requests"
+            f"{defer}{versus}"
         )
+
+
+def _bare_tool(name: str) -> str:
+    """``mcp__<server>__<tool>`` (Claude) or ``mcp__<server>/<tool>`` (Codex) -> ``<tool>``."""
+    if "/" in name:
+        return name.rsplit("/", 1)[1]
+    return name.split("__", 2)[2] if name.startswith("mcp__") and name.count("__") >= 2 else name
 
 
 class ProfileCertification(_Model):

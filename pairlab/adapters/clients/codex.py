@@ -182,10 +182,10 @@ def codex_server_report(
     return None
 
 
-def _search_loaded(body: dict[str, Any], normal: str) -> list[str]:
-    """``<namespace>/<tool>`` of the server's tools that the request's ``tool_search_output``
-    items loaded (in order)."""
-    names: list[str] = []
+def _search_loaded(body: dict[str, Any], normal: str) -> list[dict[str, Any]]:
+    """The server's namespace definitions that the request's ``tool_search_output`` items
+    carry (in order), as carried."""
+    found: list[dict[str, Any]] = []
     raw = body.get("input")
     for item in raw if isinstance(raw, list) else []:
         if not isinstance(item, dict) or item.get("type") != "tool_search_output":
@@ -194,15 +194,9 @@ def _search_loaded(body: dict[str, Any], normal: str) -> list[str]:
             if not isinstance(spec, dict) or spec.get("type") != "namespace":
                 continue
             name = spec.get("name")
-            if not isinstance(name, str):
-                continue
-            if name.removeprefix("mcp__").replace("-", "_") == normal:
-                names += [
-                    f"{name}/{t.get('name')}"
-                    for t in spec.get("tools") or []
-                    if isinstance(t, dict)
-                ]
-    return list(dict.fromkeys(names))
+            if isinstance(name, str) and name.removeprefix("mcp__").replace("-", "_") == normal:
+                found.append(spec)
+    return found
 
 
 def codex_server_listing(body: dict[str, Any], server: str) -> ServerListing:
@@ -211,9 +205,10 @@ def codex_server_listing(body: dict[str, Any], server: str) -> ServerListing:
     description that names the server (Codex defers MCP tools behind the search: until a
     search loads them, that line is all the request carries of the server).
 
-    The tools a search loaded count as listed too: Codex never adds them to ``tools``;
-    they reach the model as the ``tool_search_output`` items of the request's input (a
-    tool result, so their definitions are not counted as the request's definitions)."""
+    The tools a search loaded count as listed too, with their definitions: Codex never
+    adds them to ``tools``; their namespace definitions reach the model in the
+    ``tool_search_output`` items of the request's input, resent with every later request
+    (as Claude Code's loaded definitions are in its ``tools``)."""
     normal = server.replace("-", "_")
     tools: list[str] = []
     definitions: list[Any] = []
@@ -235,7 +230,13 @@ def codex_server_listing(body: dict[str, Any], server: str) -> ServerListing:
                 match = _SOURCE_LINE.match(line)
                 if match and match.group(1).replace("-", "_") == normal:
                     texts.append(line)
-    tools += [t for t in _search_loaded(body, normal) if t not in tools]
+    for spec in _search_loaded(body, normal):
+        definitions.append(spec)
+        tools += [
+            f"{spec['name']}/{t.get('name')}"
+            for t in spec.get("tools") or []
+            if isinstance(t, dict) and f"{spec['name']}/{t.get('name')}" not in tools
+        ]
     return ServerListing(tools=tuple(tools), definitions=tuple(definitions), texts=tuple(texts))
 
 
