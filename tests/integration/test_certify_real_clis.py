@@ -292,8 +292,8 @@ def test_a_third_party_intervention_certifies_with_the_tools_the_cli_listed(name
     (its only arm) exactly this one, in every request; the report records the tools the
     CLI listed and what they cost per request -- both CLIs defer MCP tools behind a tool
     search, so a request carries their names (Claude) or the server's name (Codex), and
-    their definitions only once the probe's usage recipe searched them. The same server planted in the user's config stays out of every
-    arm and loads without isolation."""
+    their definitions only once the probe's usage recipe searched them. The same server
+    planted in the user's config stays out of every arm and loads without isolation."""
     require_cli(name)  # type: ignore[arg-type]
     code, report = certify_cli("--profile", name, "--intervention", GIT)
     entry = entry_of(report)
@@ -320,7 +320,7 @@ def test_a_third_party_intervention_certifies_with_the_tools_the_cli_listed(name
     assert listed["not_the_servers"] == []  # against its tools/list: nothing else named
     if name == "claude":  # the names of the server's 12 real tools, one per line
         assert names == set(real) and len(real) == 12 and listed["unlisted"] == []
-        first = counter.count("\n".join(f"mcp__{GIT}__{t}" for t in real))
+        first = counter.count("\n".join(listed["tools"]))
     else:  # Codex names the server on a line of its tool_search description, and the
         # tools only once a search loaded them: the recipe's two (issue 26 item 3)
         assert names == searched and set(listed["unlisted"]) == set(real) - searched
