@@ -143,6 +143,7 @@ def execute_episode(
         stdout=measured.outcome.stdout,
         stderr=measured.outcome.stderr,
         files=collected.files,
+        stdout_truncated=measured.outcome.stdout_truncated,
     )
     if intervention is not None and intervention.is_fault:  # recorded, excluded; the run goes on
         get_run_logger().warning(

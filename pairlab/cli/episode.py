@@ -116,7 +116,12 @@ def run_one_episode(
         check = env.check_episode(registered, out, reader=got.usage.vector, stdout=outcome.stdout)
         truth = check.to_json() if check is not None else None
         health = env.check_intervention(
-            registered, arm=arm, stdout=outcome.stdout, stderr=outcome.stderr, files=got.files
+            registered,
+            arm=arm,
+            stdout=outcome.stdout,
+            stderr=outcome.stderr,
+            files=got.files,
+            stdout_truncated=outcome.stdout_truncated,
         )
     finally:
         env.close()

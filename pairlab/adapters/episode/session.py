@@ -125,13 +125,16 @@ class RunEnvironment:
         stdout: str,
         stderr: str,
         files: CollectedFiles,
+        stdout_truncated: bool = False,
     ) -> InterventionHealth | None:
         """Whether a treated episode's intervention was there (``loaded``) or why not
         (``core/intervention_health``): from the CLI's own account of the server (its
         record's ``server_report``: stdout and the collected HOME) and the emulator's
         ledger of what each request offered. None for the baseline, for a profile with a
         fixed treatment of its own (no ``intervention_wiring``: the simulator) and when
-        nothing was observed."""
+        nothing was observed. Its ``tools``: the intervention's calls and errors from the
+        CLI's transcript (None when stdout was cut at the backend's cap: a count of part of
+        it would pass for the whole), oversized results from the ledger."""
         stamp = self.profile.intervention
         if (
             arm == BASELINE_ARM
@@ -157,7 +160,9 @@ class RunEnvironment:
         )
         if health is None:
             return None
-        seen = cli.tool_calls_seen(stdout, stamp.server_name) if cli is not None else None
+        # a cut transcript (the backend keeps 8 MiB of stdout) would undercount: unknown
+        whole = cli is not None and not stdout_truncated
+        seen = cli.tool_calls_seen(stdout, stamp.server_name) if whole and cli else None
         return replace(health, tools=tool_outcomes(seen, rows, stamp.server_name))
 
     def close(self) -> None:
