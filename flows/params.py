@@ -314,6 +314,16 @@ class CanaryTrialParams(BaseModel):
         ge=1,
         description="Budget estimate shown before approval (billed tokens per episode)",
     )
+    budget_window_percent: float | None = Field(
+        None,
+        ge=1,
+        le=100,
+        title="Budget window percent",
+        description="Approved ceiling in percent of the trial account's windows: before each "
+        "AB/BA pair the trial reads them and runs no further pair when what it used plus "
+        "what the pair could use would cross it (judged and published on what ran; ends "
+        "budget-exhausted; resume with the Run Id and a higher one). Empty = no ceiling",
+    )
     estimated_window_percent_per_episode: float | None = Field(
         None,
         gt=0,
@@ -354,7 +364,12 @@ class CanaryTrialParams(BaseModel):
     )
 
     _unset_if_empty = field_validator(
-        "model", "effort", "run_id", "estimated_window_percent_per_episode", mode="before"
+        "model",
+        "effort",
+        "run_id",
+        "estimated_window_percent_per_episode",
+        "budget_window_percent",
+        mode="before",
     )(_empty_is_unset)
     _store_named = field_validator("store")(_named_store)
 

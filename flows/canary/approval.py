@@ -72,7 +72,9 @@ class CanaryApproval(RunInput):
 
 
 def approval_description(
-    manifest: TrialManifest, windows: Sequence[QuotaObservation] | None = None
+    manifest: TrialManifest,
+    windows: Sequence[QuotaObservation] | None = None,
+    ceiling_percent: float | None = None,
 ) -> str:
     """The Resume form's description: what would run and its budget, with warnings;
     ``windows``: the account's windows read before the pause (each window's expected share
@@ -85,6 +87,18 @@ def approval_description(
         "",
         *budget_lines(
             manifest.budget, sim=manifest.baseline.sim_effects is not None, windows=windows
+        ),
+        *(
+            []
+            if ceiling_percent is None
+            else [
+                "",
+                f"**Ceiling: {ceiling_percent:g}% of each window.** Before each AB/BA pair "
+                "the trial reads the windows and runs no further pair when what it used "
+                "since it started plus what the pair could use (whole-percent readings at "
+                "their upper bound) would cross it; it is then judged on the pairs that ran "
+                "and ends budget-exhausted.",
+            ]
         ),
         "",
         "Approving requires the budget acknowledgement; rejecting runs nothing.",
@@ -102,7 +116,9 @@ def ask_approval(
     the top and this returns the input); a run without a deployment pauses in place."""
     from prefect.runtime import deployment
 
-    form = CanaryApproval.with_initial_data(description=approval_description(manifest, windows))
+    form = CanaryApproval.with_initial_data(
+        description=approval_description(manifest, windows, params.budget_window_percent)
+    )
     try:
         if deployment.get_id() is not None:
             decision = suspend_flow_run(

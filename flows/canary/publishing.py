@@ -25,13 +25,23 @@ def publish_trial(
     approval: dict[str, Any],
     evidence: Sequence[RunEvidence],
     report: VerdictReport,
+    stopped: str | None = None,
 ) -> dict[str, Any]:
-    """Write report.md, publish the run; returns what was published and the overruns."""
+    """Write report.md, publish the run; returns what was published and the overruns.
+    ``stopped``: the percent ceiling's words when the trial stopped at it (judged on the
+    pairs that ran)."""
     overruns = [e.episode_id for e in evidence if e.interval_overrun]
+    stop = (
+        ""
+        if stopped is None
+        else f"\nSTOPPED AT THE BUDGET CEILING (budget-exhausted): {stopped}; "
+        f"{len(evidence)} of {len(manifest.planned)} runs done, judged on the complete pairs.\n"
+    )
     run_dir.write_text(
         "report.md",
         manifest_markdown(manifest, heading=f"verdict {report.verdict}")
-        + f"\nApproved by {approval['approver']}. Interval overruns: {len(overruns)}.\n",
+        + f"\nApproved by {approval['approver']}. Interval overruns: {len(overruns)}.\n"
+        + stop,
     )
     published = publish_run_outputs(run_dir.path, params.store, params.on_secret)
     return {"interval_overruns": overruns, "published": published}

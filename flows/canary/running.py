@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import json
 import time
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Final
 
@@ -32,6 +32,7 @@ from prefect import get_run_logger
 from prefect.artifacts import update_progress_artifact
 
 from flows.canary.manifest import TRIALS, arm_effects
+from flows.evidence.budget_gate import WindowCeiling
 from flows.params import CanaryTrialParams
 from pairlab.adapters.backends.base import ExecutionBackend, RunOutcome
 from pairlab.adapters.backends.factory import make_backend
@@ -262,6 +263,27 @@ class TrialProgress:
         )
 
 
+@dataclass
+class TrialRuns:
+    """What :func:`run_trial` ran: every run's evidence, and why it stopped early (None: it
+    did not; else the percent ceiling's words, budget-exhausted)."""
+
+    evidence: list[RunEvidence]
+    stopped: str | None = None
+
+
+def _window_ceiling(
+    params: CanaryTrialParams, profile: RunnerProfile, account_dir: Path | None, run_dir: RunDir
+) -> WindowCeiling | None:
+    if params.budget_window_percent is None:
+        return None
+    ceiling = WindowCeiling(
+        params.budget_window_percent, lambda: snapshot_quota(profile, account_dir), run_dir
+    )
+    ceiling.load()  # the trial's start, before its first run (kept by a resume)
+    return ceiling
+
+
 def run_trial(
     params: CanaryTrialParams,
     trial_id: str,
@@ -269,17 +291,36 @@ def run_trial(
     suite: LoadedSuite,
     profile: RunnerProfile,
     run_dir: RunDir,
-) -> list[RunEvidence]:
+) -> TrialRuns:
     """Every planned run, strictly one after another (one quota interval at a time);
-    runs whose evidence exists (a resumed trial) are not run again."""
+    runs whose evidence exists (a resumed trial) are not run again. With a percent ceiling
+    (``budget_window_percent``), before each AB/BA pair's first run the account's windows
+    are read and the pair runs only while the ceiling holds (core/budget_window.py, the
+    eval's rule: the trial's runs are its episodes); a stop leaves the rest unrun."""
     run_dir.ensure()
     account_dir = trial_account(params, profile, trial_id)
     backend = make_backend(params.backend, run_id=trial_id)
     evidence: list[RunEvidence] = []
     progress = TrialProgress(trial_id, len(schedule.entries))
+    ceiling = _window_ceiling(params, profile, account_dir, run_dir)
+    decided_pairs: set[str] = set()
     for planned in schedule.entries:
         done = load_evidence(run_dir, planned.episode_id)
         earlier = done is not None
+        if done is None and ceiling is not None and planned.pair_id not in decided_pairs:
+            decided_pairs.add(planned.pair_id)
+            todo = [
+                e
+                for e in schedule.entries
+                if e.pair_id == planned.pair_id and load_evidence(run_dir, e.episode_id) is None
+            ]
+            admission, words = ceiling.decide(list(run_dir.completed().values()), len(todo), 0)
+            if admission != "start":
+                get_run_logger().warning(
+                    "trial %s: budget ceiling reached, no further pair runs (%s)", trial_id, words
+                )
+                _close_trial(run_dir, schedule)
+                return TrialRuns(evidence, stopped=words)
         if done is None:
             progress.started(planned)
             done = run_canary_episode(
@@ -293,6 +334,10 @@ def run_trial(
             )
         evidence.append(done)
         progress.finished(planned, earlier=earlier)
+    _close_trial(run_dir, schedule)
+    return TrialRuns(evidence)
+
+
+def _close_trial(run_dir: RunDir, schedule: Schedule) -> None:
     records = run_dir.completed()
     run_dir.write_episodes_jsonl(records.values(), [e.episode_id for e in schedule.entries])
-    return evidence

@@ -92,9 +92,14 @@ def canary_trial(params: CanaryTrialParams) -> dict[str, Any] | State[Any]:
     logger.info("trial %s %s", trial_id, approval_line(approval))
     manifest = manifest.model_copy(update={"approval": approval})
 
-    evidence = run_trial(params, trial_id, schedule, suite, profile, run_dir)
+    runs = run_trial(params, trial_id, schedule, suite, profile, run_dir)
+    evidence = runs.evidence
+    if runs.stopped is not None and not evidence:  # stopped before its first run
+        return _budget_stop(trial_id, runs.stopped, {"trial_id": trial_id, "episodes": 0})
     report = judge_trial(run_dir, trial_id, manifest, evidence)
-    published = publish_trial(params, run_dir, manifest, approval, evidence, report)
+    published = publish_trial(
+        params, run_dir, manifest, approval, evidence, report, stopped=runs.stopped
+    )
     show_manifest(
         trial_id,
         manifest_markdown(
@@ -109,14 +114,32 @@ def canary_trial(params: CanaryTrialParams) -> dict[str, Any] | State[Any]:
         report.exit_code,
         published["published"]["location"],
     )
-    return {
+    result = {
         "trial_id": trial_id,
-        "outcome": "completed",
+        "outcome": "completed" if runs.stopped is None else "budget-exhausted",
         "episodes": len(evidence),
+        "episodes_planned": len(schedule.entries),
         **verdict_summary(report),
         **published,
         "staging": str(run_dir.path),
     }
+    if runs.stopped is not None:
+        return _budget_stop(trial_id, runs.stopped, result)
+    return result
+
+
+def _budget_stop(trial_id: str, words: str, result: dict[str, Any]) -> State[Any]:
+    """A trial stopped at its percent ceiling: judged and published on the pairs that ran,
+    ended Cancelled ``budget-exhausted`` (as an eval), resumable with a higher ceiling."""
+    from prefect.states import Cancelled
+
+    from flows.run_ui import budget_stop_message
+
+    message = budget_stop_message(trial_id)
+    get_run_logger().warning(
+        "trial %s %s: %s; %d run(s) done", trial_id, message, words, result["episodes"]
+    )
+    return Cancelled(message=message, data={**result, "budget_stop": words})
 
 
 def deployment() -> Any:

@@ -33,6 +33,7 @@ from pairlab.core.budget_window import (
     start_windows,
 )
 from pairlab.core.schedule import PlannedEpisode
+from pairlab.core.schemas.episode import EpisodeRecord
 from pairlab.core.schemas.quota import QuotaObservation
 
 Unit = list[PlannedEpisode]
@@ -68,23 +69,22 @@ class WindowCeiling:
     def status(self) -> WindowBudgetStatus:
         return WindowBudgetStatus(ceiling_percent=self.ceiling_percent, windows=self.starts or [])
 
-    def final_status(self, progress: PairProgress) -> WindowBudgetStatus:
+    def final_status(self, records: Sequence[EpisodeRecord]) -> WindowBudgetStatus:
         """Where the run stands after its last pair: one more look at the windows."""
         starts = self.load()
         if starts:
-            records = list(progress.records.values())
             self.starts = advance_windows(starts, account_windows(self.read()), records)
             self._save()
         return self.status()
 
     def decide(
-        self, progress: PairProgress, next_episodes: int, running_episodes: int
+        self, records: Sequence[EpisodeRecord], next_episodes: int, running_episodes: int
     ) -> tuple[Admission, str]:
         starts = self.load()
         decision, advanced = decide_window_unit(
             starts,
             account_windows(self.read()) if starts else {},
-            list(progress.records.values()),
+            records,
             ceiling_percent=self.ceiling_percent,
             next_episodes=next_episodes,
             running_episodes=running_episodes,
@@ -130,7 +130,7 @@ class BudgetGate:
             if decision.admission == "stop":
                 why.append(decision.text())
         if self.window is not None and admission != "stop":
-            window_admission, text = self.window.decide(self.progress, todo, in_flight)
+            window_admission, text = self.window.decide(list(recorded.values()), todo, in_flight)
             admission = stricter(admission, window_admission)
             if window_admission == "stop":
                 why.append(text)
@@ -147,7 +147,11 @@ class BudgetGate:
 
     def window_status(self) -> WindowBudgetStatus | None:
         """The percent ceiling's status after the run's last pair (a fresh look)."""
-        return None if self.window is None else self.window.final_status(self.progress)
+        return (
+            None
+            if self.window is None
+            else self.window.final_status(list(self.progress.records.values()))
+        )
 
 
 __all__ = ["WINDOW_ACCOUNTING", "BudgetGate", "WindowCeiling"]

@@ -182,3 +182,61 @@ def test_approval_timeout_executes_nothing(prefect_server: Any, tmp_path: Path) 
     approval = json.loads((trial.run_dir / "trials" / "approval.json").read_text())
     assert approval["outcome"] == "timeout" and approval["approver"] is None
     _assert_nothing_ran(trial.run_dir, trial.trial_id)
+
+
+def test_a_trial_stops_at_its_window_ceiling_and_a_raised_one_completes_it(
+    prefect_server: Any, tmp_path: Path
+) -> None:
+    """``budget_window_percent`` on a canary: the approval says the ceiling; before each AB/BA
+    pair the trial reads its account's windows (core/budget_window.py); the second pair
+    would cross 20 % of the five-hour window, so the trial is judged and published on the
+    first and ends Cancelled budget-exhausted; resumed with 100 % and approved again, it
+    runs the second pair only."""
+    trial_id = "canary-it-ceiling"
+    small = {
+        "task_filter": ["fix-median"], "strata": ["cold"], "repetitions": 2,
+        "sim_five_hour_budget_tokens": 300_000,
+    }  # fmt: skip
+    go = {"approve": True, "approver": "ops-alice", "note": "", "budget_acknowledged": True}
+
+    def approved(ceiling: int) -> tuple[dict[str, Any], tuple[str, str | None]]:
+        trial = start_trial(
+            prefect_server, tmp_path, trial_id, budget_window_percent=ceiling, **small
+        )
+        try:
+            run = wait_for_state(prefect_server, trial, "Paused")
+            wait_for_input_schema(prefect_server, run["id"])
+            assert resume(prefect_server, run["id"], go)["status"] == "ACCEPT"
+            return trial.result(), trial.final_state()
+        finally:
+            trial.stop()
+
+    stopped, state = approved(20)
+    run_dir = tmp_path / "work" / "runs" / trial_id
+    assert state == (
+        "CANCELLED",
+        f"budget-exhausted: resume with Run Id {trial_id} and a higher ceiling",
+    )
+    assert stopped["outcome"] == "budget-exhausted" and stopped["episodes"] == 2
+    assert "20% of the window" not in stopped["budget_stop"]  # the words are the rule's
+    assert "five-hour window: used" in stopped["budget_stop"]
+    first = {p.parent.name: p.read_bytes() for p in (run_dir / "episodes").glob("*/record.json")}
+    assert len(first) == 2
+    artifact = json.loads((run_dir / "trials" / "artifact.json").read_text())
+    assert len(artifact["pairs"]) == 1  # judged on the pair that ran
+    report = (tmp_path / "store" / "runs" / trial_id / "report.md").read_text()
+    assert "STOPPED AT THE BUDGET CEILING (budget-exhausted)" in report and "2 of 4 runs" in report
+    accounting = json.loads((run_dir / "budget-window.json").read_text())
+    assert accounting["ceiling_percent"] == 20
+
+    done, state = approved(100)
+    assert state[0] == "COMPLETED" and done["outcome"] == "completed" and done["episodes"] == 4
+    records = list((run_dir / "episodes").glob("*/record.json"))
+    assert len(records) == 4
+    assert {p.parent.name: p.read_bytes() for p in records if p.parent.name in first} == first
+    assert len(json.loads((run_dir / "trials" / "artifact.json").read_text())["pairs"]) == 2
+    # the start of the trial's accounting is kept across the resume
+    kept = json.loads((run_dir / "budget-window.json").read_text())
+    assert [w["start_percent"] for w in kept["windows"]] == [
+        w["start_percent"] for w in accounting["windows"]
+    ]

@@ -373,7 +373,9 @@ def test_the_approval_shows_each_windows_share_of_what_remains_now() -> None:
             )
         }
     )
-    text = approval_description(real, [_reading("five-hour", 70.0)])
+    text = approval_description(real, [_reading("five-hour", 70.0)], ceiling_percent=30)
+    assert "**Ceiling: 30% of each window.** Before each AB/BA pair" in text
+    assert "Ceiling" not in approval_description(real)
     assert "five-hour window (estimated 2.5 points per episode): **40%** of the window" in text
     assert "at least 29% remaining" in text and "**138% of what remains**" in text
     assert "WARNING: exceeds the remaining window by 11.0 points" in text
