@@ -138,6 +138,9 @@ def run_one_episode(
     result["intervention_detail"] = health.detail if health else None
     # its tool calls, errors and oversized results (null: that source was not read)
     result["intervention_tools"] = health.tools.to_json() if health and health.tools else None
+    # per model request, the tokens it carried of the server
+    defs = health.definition_tokens if health else None
+    result["intervention_definition_tokens"] = list(defs) if defs is not None else None
     result |= {"account": account_name}
     return result | _outcome_json(episode, outcome, got, truth, keep)
 

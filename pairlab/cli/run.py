@@ -14,7 +14,7 @@ from typing import Annotated, Any, TypeVar, cast
 
 import typer
 
-from pairlab.cli.model_options import command_with, field_default, field_option, plain_option
+from pairlab.cli.model_options import command_with, field_option, plain_option
 from pairlab.cli.output import emit_json
 from pairlab.core.errors import EnvironmentUnavailable, ReasonCode, RunStopped
 
@@ -89,6 +89,12 @@ def _run_eval(params: Any, *, show_progress: bool, as_json: bool = False) -> dic
 
         check_account_budget(params)  # a window ceiling on an API key, overlapping pairs
     _, profile = load_eval_inputs(params.suite, params.profile, params.intervention)
+    if "arms" not in params.model_fields_set:
+        # no --arms: the baseline and every arm the intervention supports (a third-party
+        # server without a retrieval layer runs baseline and optimizer, not a refusal)
+        params = params.model_copy(
+            update={"arms": [a for a in params.arms if a in profile.arm_args]}
+        )
     require_arms(profile, params.arms)
     if params.backend == "docker" and params.dispatch.mode == "in-process":
         _prepare_docker_images(profile)
@@ -244,7 +250,6 @@ def _eval_options() -> list[inspect.Parameter]:
     from flows.params import WarmStratumParams
     from pairlab.core.emulator.run_settings import EmulatorSettings
 
-    arms = ",".join(field_default(E, "arms"))
     use = "unknown (default: quota consumption stays null), no, yes"
     return [
         *[
@@ -261,7 +266,12 @@ def _eval_options() -> list[inspect.Parameter]:
             help="Only these task ids (repeatable; default: every task)",
         ),
         field_option(
-            E, "arms", kind=str, default=arms, help="Comma-separated arms; baseline is required"
+            E,
+            "arms",
+            kind=str,
+            default="",
+            help="Comma-separated arms; baseline is required (default: the baseline and "
+            "every arm the intervention supports)",
         ),
         *[
             field_option(E, name)
@@ -348,7 +358,7 @@ def _eval(
         EvidenceEvalParams,
         **fields,
         task_filter=task or [],
-        arms=[a.strip() for a in arms.split(",") if a.strip()],
+        **({"arms": [a.strip() for a in arms.split(",") if a.strip()]} if arms.strip() else {}),
         study_plan=plan,
         unrelated_concurrent_use=_assertion(concurrent_use),
         warm=None if warm_harvest_task is None else {"harvest_task": warm_harvest_task},

@@ -65,7 +65,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from enum import StrEnum
 from typing import Final, Literal
 
@@ -126,6 +126,10 @@ class InterventionHealth:
     status: InterventionStatus
     detail: str
     tools: ToolOutcomes | None = None
+    # per model request (in order), the tokens of what it carried of the server (its
+    # definitions, or the lines naming it while deferred; 0: nothing); None when the
+    # ledger did not measure it (no model request, a ledger written before)
+    definition_tokens: tuple[int, ...] | None = None
 
     @property
     def is_fault(self) -> bool:
@@ -178,13 +182,30 @@ def tool_outcomes(
     )
 
 
-def _offered(requests: Sequence[RequestRow], server_name: str) -> list[bool] | None:
-    """Per model request (in order), whether it offered the server; None without any."""
-    model = sorted(
+def _model_rows(requests: Sequence[RequestRow]) -> list[RequestRow]:
+    return sorted(
         (r for r in requests if is_model_request(r) and r.request_index >= 0),
         key=lambda r: r.request_index,
     )
-    return [server_offered(r, server_name) for r in model] or None
+
+
+def _offered(requests: Sequence[RequestRow], server_name: str) -> list[bool] | None:
+    """Per model request (in order), whether it offered the server; None without any."""
+    return [server_offered(r, server_name) for r in _model_rows(requests)] or None
+
+
+def definition_tokens(requests: Sequence[RequestRow], server_name: str) -> tuple[int, ...] | None:
+    """Per model request (in order), the tokens it carried of the server, from the ledger's
+    ``mcp_definition_tokens`` (Codex writes ``-`` as ``_``); None when any model request
+    was not measured (a ledger written before) or there is none. Null is not zero: 0 means
+    measured, nothing of the server carried."""
+    names = {server_name, server_name.replace("-", "_")}
+    out = []
+    for row in _model_rows(requests):
+        if row.mcp_definition_tokens is None:
+            return None
+        out.append(sum(n for s, n in row.mcp_definition_tokens.items() if s in names))
+    return tuple(out) or None
 
 
 def judge_intervention(
@@ -202,6 +223,15 @@ def judge_intervention(
     is ``loaded``, else the status stays unknown (None)."""
     if arm == BASELINE:
         return None
+    health = _judge(server_name, requests, report)
+    if health is None or requests is None:
+        return health
+    return replace(health, definition_tokens=definition_tokens(requests, server_name))
+
+
+def _judge(
+    server_name: str, requests: Sequence[RequestRow] | None, report: ServerReport | None
+) -> InterventionHealth | None:
     said = report.detail if report is not None and report.detail else None
     if report is not None and report.connection == "timeout":
         return InterventionHealth(
@@ -291,6 +321,7 @@ __all__ = [
     "ToolOutcomes",
     "count_intervention_health",
     "count_oversized",
+    "definition_tokens",
     "judge_intervention",
     "server_offered",
     "tool_outcomes",

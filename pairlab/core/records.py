@@ -235,6 +235,11 @@ def build_episode_record(
             if grading.intervention and grading.intervention.tools
             else None
         ),
+        intervention_definition_tokens=(
+            list(grading.intervention.definition_tokens)
+            if grading.intervention and grading.intervention.definition_tokens is not None
+            else None
+        ),
         grader_checks=list(grading.checks),
         tool_calls=usage.tool_calls,
         api_calls=usage.api_calls,

@@ -17,6 +17,7 @@ from pairlab.adapters.backends.local import agent_path
 from pairlab.adapters.clients.registry import resolve_cli
 from pairlab.adapters.emulator.model_api import Incoming
 from pairlab.adapters.emulator.service import EmulatorService
+from pairlab.core.accounting.tokenizer import load_token_counter
 from pairlab.core.emulator.quota_model import FIVE_HOUR_S, AccountPlan
 from pairlab.core.emulator.request_ledger import (
     EpisodeRegistration,
@@ -107,6 +108,11 @@ def test_codex_tool_search_sources_are_recorded(tmp_path: Path) -> None:
     _, rows = read_ledger(tmp_path / "ep-cx.jsonl")
     assert rows[0].tool_search_sources == CODEX_SEARCH_TOOL["description"]
     assert rows[1].tool_search_sources is None
+    # what each request carried of each MCP server, in cl100k tokens (certify's rule: here
+    # the source line naming it; adapters/emulator/mcp_definitions); none: measured, empty
+    counter = load_token_counter()
+    assert rows[0].mcp_definition_tokens == {"token-optimizer": counter.count("- token-optimizer")}
+    assert rows[1].mcp_definition_tokens == {}
 
 
 def test_unknown_task_and_bad_tokens_are_refused(tmp_path: Path) -> None:

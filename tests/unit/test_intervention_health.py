@@ -300,3 +300,92 @@ def test_a_not_loaded_episode_is_left_out_of_effects_and_counted_in_report_json(
 
     assert (excluded(before), excluded(after)) == (0, 1)  # left out of its cohort's effects
     assert before["meta"]["intervention_health"] is None  # type: ignore[index]
+
+
+def test_a_loaded_episode_carries_its_definition_cost_per_request() -> None:
+    """From the ledger's per-request ``mcp_definition_tokens`` (Codex spells '-' as '_'):
+    the run's server only, 0 where a request carried none of it; null is not zero -- a
+    model request the emulator did not measure (an older ledger) makes the list unknown."""
+    rows = [
+        row(0, GIT, mcp_definition_tokens={SERVER: 137, "other": 9}),
+        row(1, GIT, mcp_definition_tokens={"mcp_server_git": 140}),
+        row(2, GIT, mcp_definition_tokens={"other": 9}),
+        row(-1, path="/v1/messages/count_tokens"),  # not a model request
+    ]
+    health = judge(rows)
+    assert health is not None and health.status == S.LOADED
+    assert health.definition_tokens == (137, 140, 0)
+    health = judge([rows[0], row(1, GIT)])
+    assert health is not None and health.definition_tokens is None
+    assert judge(rows, arm="baseline") is None
+
+
+def test_the_answer_per_intervention_reads_the_headline_and_says_when_it_is_insufficient() -> None:
+    from pairlab.core.report.intervention_answer import (
+        answer_lines,
+        answer_word,
+        build_intervention_answer,
+    )
+
+    assert answer_word({"win": 2, "noEvidence": 1}, 3) == "saved"
+    assert answer_word({"regression": 1, "insufficient": 2}, 3) == "cost more"
+    assert answer_word({"win": 1, "regression": 1}, 2) == "mixed"
+    assert answer_word({"insufficient": 2}, 2) == "insufficient"
+    assert answer_word({"insufficient": 1, "noEvidence": 1}, 2) == "no evidence"
+    stamp = {"id": SERVER, "version": "2026.10.19", "manifest_sha256": "ab" * 32}
+    cell = {"win": 0, "regression": 0, "noEvidence": 0, "insufficient": 2}
+    headline = {
+        "exploratory": False,
+        "gate": 5,
+        "groups": [
+            {
+                "client": "claude",
+                "clientVersion": "2.1.332",
+                "intervention": f"{SERVER}@2026.10.19:{'ab' * 6}",
+                "contrasts": [
+                    {
+                        "treatment": "optimizer",
+                        "control": "baseline",
+                        "cohorts": 2,
+                        "tokens": cell,
+                        "cost": cell,
+                        "subscription": {"noEvidence": 2},
+                    }
+                ],
+            },
+            {"intervention": "reference@1.0.0:000000000000", "contrasts": [{"cohorts": 1}]},
+        ],
+    }
+    by_arm = {
+        "optimizer": {
+            "episodes": 2,
+            "requests": 9,
+            "definitionTokensPerRequest": {"median": 137, "min": 137, "max": 137},
+            "toolCalls": 0,
+        }
+    }
+    meta = {
+        "intervention": stamp,
+        "all_below_gate": True,
+        "intervention_measures": {"byArm": by_arm},
+    }
+    answer = build_intervention_answer(meta, headline)
+    assert answer is not None
+    (contrast,) = answer["contrasts"]  # its own group only
+    assert (contrast["tokens"], contrast["cost"], contrast["subscription"]) == (
+        "insufficient",
+        "insufficient",
+        "no evidence",
+    )
+    assert contrast["definitionTokensPerRequest"] == 137 and answer["usage"] == "floor"
+    text = "\n".join(answer_lines(answer))
+    assert f"Did **{SERVER} 2026.10.19** (manifest {'ab' * 6}) save?" in text
+    assert "137 cl100k tokens per model request (median of 9 requests in 2 treated" in text
+    assert "Insufficient by design" in text and "measures the floor" in text
+    assert build_intervention_answer({"intervention": None}, headline) is None
+    # not measured: the cost stays unknown, never 0
+    unmeasured = build_intervention_answer({"intervention": stamp}, headline)
+    assert (
+        unmeasured is not None and unmeasured["contrasts"][0]["definitionTokensPerRequest"] is None
+    )
+    assert unmeasured["usage"] is None

@@ -37,7 +37,6 @@ Deterministic configuration checks are never evidence about the intervention
 
 from __future__ import annotations
 
-import json
 import os
 import tempfile
 from dataclasses import dataclass
@@ -66,7 +65,7 @@ from pairlab.adapters.certify.report import (
     ProfileCertification,
 )
 from pairlab.adapters.certify.sim_probe import host_env_for
-from pairlab.adapters.clients.base import ServerListing
+from pairlab.adapters.clients.base import ServerListing, listing_tokens
 from pairlab.adapters.clients.registry import REAL_CLIS, resolve_cli
 from pairlab.adapters.intervention_install import install_for_backend
 from pairlab.adapters.interventions import LoadedIntervention
@@ -169,33 +168,11 @@ def _target(intervention: LoadedIntervention | None) -> Target:
 
 
 def definition_tokens(listing: ServerListing, counter: TokenCounter) -> int:
-    """The cl100k cost of what one request carried of the server's tools, where the CLI
-    put it in the request body (the emulator keeps every body):
-
-    * the tool definition objects the request carried, exactly as carried (Claude: each
-      ``mcp__<server>__<tool>`` entry of ``tools`` -- name, description, input_schema and
-      whatever else the CLI put there; Codex: the server's ``namespace`` entry with its
-      tools), serialized as one compact JSON array (``separators=(",", ":")``, non-ASCII
-      kept), as the research counted definitions (docs/research/third-party-mcp);
-    * plus the lines that name the server's tools or the server without defining them,
-      joined by newlines: both CLIs defer MCP tools behind a tool search -- Claude Code
-      names each deferred tool on a line of a ``<system-reminder>``, Codex names the
-      server on a line of its ``tool_search`` description -- and until a search loads a
-      tool, that line is all the request carries of it.
-
-    Once a search loaded some of the server's tools, their definitions are carried too
-    (Claude: in ``tools``; Codex: the namespace definitions in the ``tool_search_output``
-    items of the input, resent with every later request) and counted above. Nothing else
-    is counted: not the server's instructions, not the search tool's own definition, not
-    other tool calls or results. 0 when the request carried nothing of the server."""
-    total = 0
-    if listing.definitions:
-        total += counter.count(
-            json.dumps(list(listing.definitions), separators=(",", ":"), ensure_ascii=False)
-        )
-    if listing.texts:
-        total += counter.count("\n".join(listing.texts))
-    return total
+    """The cl100k cost of what one request carried of the server's tools
+    (:func:`pairlab.adapters.clients.base.listing_tokens`: the definitions as carried, plus
+    the lines naming deferred tools or the server; the emulator records the same per
+    request of every run, ``RequestRow.mcp_definition_tokens``)."""
+    return listing_tokens(listing, counter.count)
 
 
 def _listed_tools(

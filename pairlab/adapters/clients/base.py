@@ -68,6 +68,36 @@ class ServerListing:
         return bool(self.tools or self.texts)
 
 
+def listing_tokens(listing: ServerListing, count: Callable[[str], int]) -> int:
+    """The token cost (``count``: the cl100k counter) of what one request carried of an MCP
+    server, where the CLI put it in the request body:
+
+    * the tool definition objects the request carried, exactly as carried (Claude: each
+      ``mcp__<server>__<tool>`` entry of ``tools`` -- name, description, input_schema and
+      whatever else the CLI put there; Codex: the server's ``namespace`` entry with its
+      tools), serialized as one compact JSON array (``separators=(",", ":")``, non-ASCII
+      kept), as the research counted definitions (docs/research/third-party-mcp);
+    * plus the lines that name the server's tools or the server without defining them,
+      joined by newlines: both CLIs defer MCP tools behind a tool search -- Claude Code
+      names each deferred tool on a line of a ``<system-reminder>``, Codex names the
+      server on a line of its ``tool_search`` description -- and until a search loads a
+      tool, that line is all the request carries of it.
+
+    Once a search loaded some of the server's tools, their definitions are carried too
+    (Claude: in ``tools``; Codex: the namespace definitions in the ``tool_search_output``
+    items of the input, resent with every later request) and counted above. Nothing else
+    is counted: not the server's instructions, not the search tool's own definition, not
+    other tool calls or results. 0 when the request carried nothing of the server."""
+    total = 0
+    if listing.definitions:
+        total += count(
+            json.dumps(list(listing.definitions), separators=(",", ":"), ensure_ascii=False)
+        )
+    if listing.texts:
+        total += count("\n".join(listing.texts))
+    return total
+
+
 @dataclass(frozen=True)
 class RealCli:
     """One real CLI: its wheel and binary, how to read its output, where its transcripts

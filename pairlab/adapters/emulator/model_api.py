@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from pairlab.adapters.emulator.episodes import Account, Episode, LedgerWriter
+from pairlab.adapters.emulator.mcp_definitions import mcp_definition_tokens
 from pairlab.adapters.emulator.providers import PROVIDERS, Provider, ProviderApi, Wire
 from pairlab.adapters.emulator.reply import Refusal, Reply, json_reply, sse_frame
 from pairlab.core.emulator.conversation import cut_results
@@ -243,6 +244,7 @@ class ModelApi:
                 "tools_offered": list(offered),
                 "tool_search_sources": search_sources or None,
                 "tool_results_cut": cut,
+                "mcp_definition_tokens": mcp_definition_tokens(call.provider, body, self.count),
                 "system_sha256": _system_sha256(body, call.api),
                 "input_tokens_total": layout.total_tokens,
                 "turn": TurnInfo(step=turn.step, action=turn.action, variant=turn.variant),

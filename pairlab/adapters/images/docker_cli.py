@@ -9,14 +9,26 @@ from collections.abc import Sequence
 from pairlab.core.errors import EnvironmentUnavailable, ReasonCode
 
 
+def _stderr_fd() -> int | None:
+    """The file descriptor behind ``sys.stderr``; None when it has none (a captured or
+    in-memory stream: pytest's capture, an embedding host)."""
+    try:
+        return sys.stderr.fileno()
+    except (AttributeError, OSError, ValueError):  # io.UnsupportedOperation is an OSError
+        return None
+
+
 def run_docker(args: Sequence[str], *, stream: bool = False) -> subprocess.CompletedProcess[str]:
     """``docker ARGS``; ``stream`` sends its output to stderr (progress), else captures it.
-    A missing ``docker`` command is exit 3, docker-unavailable."""
+    A stderr without a file descriptor gets the output once the command ends (a build
+    under a captured stderr -- ``pairlab eval`` called in-process -- once failed with
+    ``fileno``). A missing ``docker`` command is exit 3, docker-unavailable."""
+    fd = _stderr_fd() if stream else None
     try:
-        return subprocess.run(
+        result = subprocess.run(
             ["docker", *args],
-            stdout=sys.stderr if stream else subprocess.PIPE,
-            stderr=sys.stderr if stream else subprocess.PIPE,
+            stdout=fd if fd is not None else subprocess.PIPE,
+            stderr=fd if fd is not None else (subprocess.STDOUT if stream else subprocess.PIPE),
             text=True,
             check=False,
         )
@@ -24,3 +36,6 @@ def run_docker(args: Sequence[str], *, stream: bool = False) -> subprocess.Compl
         raise EnvironmentUnavailable(
             "the docker command is not installed", reason=ReasonCode.DOCKER_UNAVAILABLE
         ) from exc
+    if stream and fd is None and result.stdout:
+        sys.stderr.write(result.stdout)
+    return result

@@ -146,6 +146,10 @@ class RequestRow(StrictModel):
     # request resends the history, so the last request holds the episode's; None on
     # ledgers written before (issue 26 item 6) and on requests that are not model requests
     tool_results_cut: list[str] | None = None
+    # per MCP server the request named, the tokens of what it carried of it (definitions
+    # as carried, plus lines naming deferred tools; adapters/emulator/mcp_definitions);
+    # None on rows without a model turn and on ledgers written before
+    mcp_definition_tokens: dict[str, int] | None = None
     system_sha256: str | None = None
     request_sha256: str | None = None
     request_bytes: int = 0

@@ -32,6 +32,7 @@ from pairlab.core.budget import budget_fact
 from pairlab.core.provider_limit import provider_limit_fact
 from pairlab.core.report.headline import LABELS, QUESTIONS
 from pairlab.core.report.html_charts import forest_section, more_section, quota_section
+from pairlab.core.report.intervention_answer import answer_lines
 from pairlab.core.report.markdown import CLAIM_NOTE, render_cohort_markdown
 from pairlab.core.report.svg import Row, interval_chart
 from pairlab.core.report.words import (
@@ -322,6 +323,17 @@ def _every_cohort_section(cohorts: Sequence[Mapping[str, Any]]) -> list[str]:
     return out
 
 
+def _intervention_answer(answer: Mapping[str, Any] | None) -> list[str]:
+    """The run's intervention's answer (``interventionAnswer``), the markdown's lines."""
+    lines = answer_lines(answer)
+    if not lines:
+        return []
+    items = "".join(f"<li>{escape(line).replace('**', '')}</li>" for line in lines)
+    return [
+        f'<section id="intervention-answer"><h2>The intervention\'s answer</h2><ul>{items}</ul></section>'
+    ]
+
+
 def render_report_html(report: Mapping[str, Any]) -> str:
     """``report.html`` from the report JSON (``report.json``'s content)."""
     meta = report.get("meta", {})
@@ -356,6 +368,7 @@ def render_report_html(report: Mapping[str, Any]) -> str:
         f"<h1>{escape(title)}</h1>",
         f'<p class="meta">{escape(facts)}</p>',
         *_answer(headline),
+        *_intervention_answer(report.get("interventionAnswer")),
         *summarised,
         *forest_section(drawn),
         *quota_section(subscription),

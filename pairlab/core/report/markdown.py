@@ -19,6 +19,10 @@ from pairlab.core.analysis.table import rule_text
 from pairlab.core.budget import budget_fact
 from pairlab.core.provider_limit import provider_limit_fact
 from pairlab.core.report.headline import COST_METRIC, QUESTIONS, build_headline, token_metric
+from pairlab.core.report.intervention_answer import (
+    build_intervention_answer,
+    render_answer_markdown,
+)
 from pairlab.core.report.words import (
     account_fact,
     cohort_title,
@@ -271,6 +275,7 @@ def render_report_markdown(
     )
     lines.append("")
     lines += render_headline_markdown(headline)
+    lines += render_answer_markdown(build_intervention_answer(meta, headline))
     quota_by_key = {_cohort_key(c["key"]): c for c in (subscription or {}).get("cohorts", [])}
     unit = str((subscription or {}).get("unit", "episode"))
     if subscription is not None and _needs_hint(subscription):
@@ -321,6 +326,11 @@ def build_report_json(
         else build_headline(analysis, subscription),
         "subscription": None if subscription is None else dict(subscription),
         "analysis": dict(analysis),
+        # issue 26 item 5: did the run's intervention save, beside its definition cost
+        "interventionAnswer": build_intervention_answer(
+            meta,
+            headline if headline is not None else build_headline(analysis, subscription),
+        ),
     }
 
 

@@ -33,6 +33,7 @@ from pairlab.core.provider_limit import PROVIDER_LIMIT
 from pairlab.core.quota.intervals import QuotaIntervalRecord
 from pairlab.core.report.headline import build_headline
 from pairlab.core.report.html import render_report_html
+from pairlab.core.report.intervention_answer import intervention_measures
 from pairlab.core.report.markdown import build_report_json, render_report_markdown
 from pairlab.core.schemas.base import StrictModel
 from pairlab.core.schemas.episode import EpisodeRecord
@@ -163,6 +164,8 @@ def run_meta(
         "excluded": sum(1 for r in records if r.excluded),
         "excluded_by_reason": _excluded_by_reason(records),
         "intervention_health": count_intervention_health(records),
+        # per treated arm: definition tokens per model request, calls of its tools
+        "intervention_measures": intervention_measures(records),
         "min_pairs": analysis.get("gate", settings.gate),
         "exploratory": analysis.get("exploratory"),
         "all_below_gate": analysis.get("allBelowGate"),

@@ -154,6 +154,11 @@ class EpisodeRecord(CamelModel):
     intervention_detail: str | None = None
     # issue 26 item 6: its tool calls, errors and oversized results (null before)
     intervention_tools: InterventionTools | None = None
+    # issue 26 item 5: per model request (in order), the cl100k tokens the request carried
+    # of the intervention's server (its tool definitions, or the lines naming it while the
+    # CLI defers them; 0: nothing), from the emulator's ledger. Null on the baseline,
+    # without the emulator, and before
+    intervention_definition_tokens: list[int] | None = None
 
     @property
     def intervention_key(self) -> str | None:
