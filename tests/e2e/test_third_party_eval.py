@@ -34,7 +34,13 @@ from tests.e2e import eval_checks as checks
 from tests.integration.realcli_harness import require_cli
 from tests.support import CATALOG_DIR, cli_exit
 
-pytestmark = [pytest.mark.prefect, pytest.mark.e2e, pytest.mark.realcli, pytest.mark.timeout(1800)]
+pytestmark = [
+    pytest.mark.prefect,
+    pytest.mark.e2e,
+    pytest.mark.realcli,
+    pytest.mark.slow,
+    pytest.mark.timeout(1800),
+]
 
 SUITE = "third-party"
 TASKS = sorted(t.id for t in load_suite(CATALOG_DIR, SUITE).tasks)
