@@ -383,6 +383,15 @@ def test_the_answer_per_intervention_reads_the_headline_and_says_when_it_is_insu
     assert "137 cl100k tokens per model request (median of 9 requests in 2 treated" in text
     assert "Insufficient by design" in text and "measures the floor" in text
     assert build_intervention_answer({"intervention": None}, headline) is None
+    # a usage recipe ran: its calls and the errors they answered
+    by_arm["optimizer"] |= {"toolCalls": 4, "episodesCallingTools": 2, "toolErrors": 4}
+    answer = build_intervention_answer(meta, headline)
+    assert answer is not None and answer["usage"] == "recipe"
+    text = "\n".join(answer_lines(answer))
+    assert (
+        "A usage recipe ran (optimizer): the scripted model called its tools 4 times in 2" in text
+    )
+    assert "4 answered an error" in text and "measures the floor" not in text
     # not measured: the cost stays unknown, never 0
     unmeasured = build_intervention_answer({"intervention": stamp}, headline)
     assert (

@@ -56,6 +56,11 @@ def intervention_measures(records: Sequence[EpisodeRecord]) -> dict[str, Any] | 
             for r in measured
             if r.intervention_tools is not None and r.intervention_tools.calls is not None
         ]
+        errors = [
+            r.intervention_tools.errors
+            for r in measured
+            if r.intervention_tools is not None and r.intervention_tools.errors is not None
+        ]
         out[arm] = {
             "episodes": len(measured),
             "requests": len(per_request),
@@ -65,6 +70,7 @@ def intervention_measures(records: Sequence[EpisodeRecord]) -> dict[str, Any] | 
                 "max": max(per_request) if per_request else None,
             },
             "toolCalls": sum(calls) if calls else None,
+            "toolErrors": sum(errors) if errors else None,
             "episodesCallingTools": sum(1 for c in calls if c) if calls else None,
         }
     return {"encoding": "cl100k", "byArm": out}
@@ -175,9 +181,13 @@ def answer_lines(answer: Mapping[str, Any] | None) -> list[str]:
             "measures the floor, the context cost of its definitions on every request."
         )
     elif usage == "recipe":
-        lines.append(
-            "A usage recipe ran: the scripted model called its tools (their real payloads)."
-        )
+        for arm, m in (answer.get("definitions") or {}).items():
+            lines.append(
+                f"A usage recipe ran ({arm}): the scripted model called its tools "
+                f"{m.get('toolCalls')} times in {m.get('episodesCallingTools')} treated "
+                f"episodes (their real payloads; {_number(m.get('toolErrors'))} answered an "
+                "error)."
+            )
     lines.append(str(answer.get("note") or SCRIPTED_NOTE))
     return lines
 
