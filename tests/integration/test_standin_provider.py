@@ -156,9 +156,7 @@ def test_real_claude_code_shows_its_own_message_for_a_wrong_key(
 
 
 @pytest.mark.realcli
-def test_real_codex_shows_its_own_message_for_a_wrong_key(
-    standin: StandIn, tmp_path: Path
-) -> None:
+def test_real_codex_shows_its_own_message_for_a_wrong_key(standin: StandIn, tmp_path: Path) -> None:
     env = {**_quiet_env(tmp_path), "CODEX_HOME": str(tmp_path / "home"), "KEY": WRONG_OPENAI}
     provider = (
         f'{{name="stand-in",base_url="{standin.url}/v1",wire_api="responses",env_key="KEY",'
