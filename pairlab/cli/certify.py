@@ -37,14 +37,31 @@ def register(app: typer.Typer) -> None:
                 help="what the treated arms run: an id under interventions/ or a manifest's path",
             ),
         ] = "reference",
+        account: Annotated[
+            str | None,
+            typer.Option(
+                "--account",
+                help="run the probe on this registered account's path: its credential in the "
+                "CLI's form, the stand-in requiring it (default profile: the account's client)",
+            ),
+        ] = None,
     ) -> None:
         """Validate runner profiles, record CLI versions, and run the isolation probe."""
+        from pairlab.adapters.certify.account_path import CertifyAccount
         from pairlab.adapters.certify.sim import certify_profiles
         from pairlab.adapters.interventions import load_intervention
 
         wired = load_intervention(intervention)  # a refused manifest: exit 2, nothing runs
+        on_account = None
+        if account is not None:  # unknown: exit 2 with the known names; no credential: 3
+            on_account = CertifyAccount.load(account, client=profile)
+            profile = profile or on_account.record.client
         report = certify_profiles(
-            backend_name=backend, only=profile, directory=profiles_dir, intervention=wired
+            backend_name=backend,
+            only=profile,
+            directory=profiles_dir,
+            intervention=wired,
+            account=on_account,
         )
         if json_out:
             emit_json(report.to_json())
@@ -56,6 +73,8 @@ def register(app: typer.Typer) -> None:
                 for check in result.checks:
                     mark = "ok  " if check.passed else "FAIL"
                     typer.echo(f"  {mark} {check.name}: {check.detail}")
+                if result.account is not None:
+                    typer.echo(f"  on account {result.account['name']} ({result.account['kind']})")
                 if result.intervention is not None:
                     ident = result.intervention
                     typer.echo(

@@ -89,8 +89,12 @@ def _chatgpt_args(args: list[str], provider_url: str) -> list[str]:
         'wire_api="responses",requires_openai_auth=true}'
     )
     out = [provider if a.startswith(CODEX_PROVIDER_ARG) else a for a in args]
+    # a ChatGPT login gives Codex a built-in image_gen tool an API key does not: off, so
+    # that the arms still differ by the intervention alone (pairlab certify --account)
+    extra = ["--disable", "image_generation"]
     if url.endswith("/codex"):
-        out[-1:-1] = ["-c", f'chatgpt_base_url="{url[: -len("/codex")]}"']
+        extra += ["-c", f'chatgpt_base_url="{url[: -len("/codex")]}"']
+    out[-1:-1] = extra
     return out
 
 
@@ -113,7 +117,7 @@ def account_run_profile(
     url = provider_url or account.effective_provider_url
     base = _provider_base(account, url)
     secrets: list[str] = []
-    args = profile.args
+    args = _pointed(profile.args, base)
     env = {k: v.replace(EMULATOR_URL, base) for k, v in profile.env.items()}
     if account.kind == CredentialKind.CHATGPT_AUTH_JSON:
         args = _chatgpt_args(args, url)
@@ -129,7 +133,7 @@ def account_run_profile(
         update={
             "endpoint": None,
             "env": env,
-            "args": _pointed(args, base),
+            "args": args,
             "arm_args": arm_args,
             "secrets": secrets,
             "quota": quota,

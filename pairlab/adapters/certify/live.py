@@ -44,6 +44,7 @@ from pathlib import Path
 from typing import Any
 
 from pairlab.adapters.backends.base import BASELINE_ARM
+from pairlab.adapters.certify.account_path import CertifyAccount, probe_host_env
 from pairlab.adapters.certify.live_probe import (
     FRESH_HOME,
     HOST_HOME_VARS,
@@ -307,11 +308,15 @@ def certify_live(
     checks: list[CertifyCheck],
     host_home: Path | None = None,
     intervention: LoadedIntervention | None = None,
+    account: CertifyAccount | None = None,
 ) -> ProfileCertification:
     """Certify a real CLI's profile, wired with ``intervention`` (default: the reference),
     on ``backend_name`` (``factory`` is unused: the run endpoint builds the backend, with
-    the run network on Docker)."""
+    the run network on Docker). With ``account``, on the account path
+    (``account_path``: its credential in the CLI's form, the stand-in requiring it)."""
     del factory
+    if account is not None:
+        profile = account.probe_profile(profile)
     version: str | None = None
     matrix: IsolationMatrix | None = None
     lifecycle: dict[str, Any] | None = None
@@ -336,12 +341,21 @@ def certify_live(
             home.mkdir(parents=True, exist_ok=True)
             try:
                 matrix, version, lifecycle, listed = _probe_all(
-                    name, profile, backend_name, scratch, home, checks, version, target
+                    name, profile, backend_name, scratch, home, checks, version, target, account
                 )
             except PairlabError as exc:
                 checks.append(
                     CertifyCheck(name="probe", passed=False, detail=f"[{exc.reason}] {exc.message}")
                 )
+            if account is not None:
+                written = json.dumps(
+                    [
+                        [c.model_dump(mode="json") for c in checks],
+                        matrix.model_dump(mode="json") if matrix else None,
+                        [t.model_dump(mode="json") for t in listed or []],
+                    ]
+                )
+                checks.extend(account.checks(scratch, written))
     if listed is not None and server_tools is not None:  # the CLI's listing vs tools/list
         listed = [t.against(server_tools.get(t.arm)) for t in listed]
     failed = any(not c.passed for c in checks)
@@ -356,6 +370,7 @@ def certify_live(
         intervention=target.identity,
         listed_tools=listed,
         server_tools=server_tools,
+        account=account.stamp() if account is not None else None,
     )
 
 
@@ -442,19 +457,26 @@ def _probe_all(
     checks: list[CertifyCheck],
     version: str | None,
     target: Target,
+    account: CertifyAccount | None = None,
 ) -> tuple[IsolationMatrix, str | None, dict[str, Any] | None, list[ListedTools]]:
     counter = load_token_counter()
     listed: list[ListedTools] = []
     settings = EmulatorSettings(keep_requests=True, wrong_probability=0.0)
     lifecycle: dict[str, Any] | None = None
+    host_env = {**os.environ, **host_env_for(home)}
+    options: dict[str, Any] = {}
+    if account is not None:
+        host_env = probe_host_env(host_env_for(home))
+        options = account.endpoint_options(profile)
     with open_run_endpoint(
         profile,
         run_id=f"certify-{name}",
         backend_name=backend_name,
         ledger_dir=scratch / "emulator",
         settings=settings,
-        host_env={**os.environ, **host_env_for(home)},
+        host_env=host_env,
         clean_orphans=False,
+        **options,
     ) as endpoint:
         probe = LiveProbe(name, profile, endpoint, scratch, target.server, target.traced)
         items = plant(profile.client, home, probe.fixture, target.server)
@@ -492,7 +514,11 @@ def _lifecycle_check(arm: str, lifecycle: dict[str, Any]) -> CertifyCheck:
 
 
 def _with_host_home(profile: RunnerProfile) -> RunnerProfile:
-    allow = [*profile.env_allowlist, *HOST_HOME_VARS]
+    """The profile taking the host's HOME and config dirs. A ChatGPT login lives in the
+    episode's CODEX_HOME (``account_path``), so on that path CODEX_HOME stays the
+    episode's: the control then cannot show the host's ~/.codex items."""
+    keep = {"CODEX_HOME"} if "CODEX_REFRESH_TOKEN_URL_OVERRIDE" in profile.env else set()
+    allow = [*profile.env_allowlist, *(v for v in HOST_HOME_VARS if v not in keep)]
     return profile.model_copy(update={"env_allowlist": allow})
 
 

@@ -104,8 +104,11 @@ def observe(
 ) -> Observation:
     """The evidence of one episode: markers, request text, offered MCP servers, what each
     request carried of ``server`` (the certified intervention's), its trace."""
-    bodies = _bodies(registered)
-    text = "\n".join(json.dumps(b, ensure_ascii=False) for b in bodies)
+    every = _bodies(registered)
+    # planted text counts wherever the CLI sent it; offered servers and listings are read
+    # from model requests only (a ChatGPT login's Codex also posts analytics events)
+    text = "\n".join(json.dumps(b, ensure_ascii=False) for b in every)
+    bodies = [b for b in every if "model" in b and ("input" in b or "messages" in b)]
     servers: set[str] = set()
     for body in bodies:
         servers |= REAL_CLIS[client].offered_servers(body)

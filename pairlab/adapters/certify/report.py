@@ -129,6 +129,9 @@ class ProfileCertification(_Model):
     # per treated arm, the tool names the server itself answered to tools/list (started
     # before any episode, as the arm starts it; adapters/mcp_tools_list)
     server_tools: dict[str, list[str]] | None = None
+    # certify --account: the account the probe ran on (name, client, kind, provider URL;
+    # never the credential)
+    account: dict[str, Any] | None = None
 
 
 class CertifyReport(_Model):

@@ -23,6 +23,7 @@ from pathlib import Path
 
 from pairlab.adapters.backends.base import BASELINE_ARM, EpisodeSpec, ExecutionBackend
 from pairlab.adapters.backends.factory import make_backend
+from pairlab.adapters.certify.account_path import CertifyAccount
 from pairlab.adapters.certify.live import certify_live
 from pairlab.adapters.certify.report import (
     BackendFactory,
@@ -259,11 +260,14 @@ def certify_profile(
     factory: BackendFactory,
     host_home: Path | None = None,
     intervention: LoadedIntervention | None = None,
+    account: CertifyAccount | None = None,
 ) -> ProfileCertification:
     checks = [_check_schema(None), _check_quota_probe(profile)]
     version: str | None = None
     if profile.certification.level == "live-local":
-        return certify_live(name, profile, backend_name, factory, checks, host_home, intervention)
+        return certify_live(
+            name, profile, backend_name, factory, checks, host_home, intervention, account
+        )
     if profile.certification.level == "unavailable":
         checks.append(
             CertifyCheck(
@@ -314,9 +318,11 @@ def certify_profiles(
     factory: BackendFactory | None = None,
     host_home: Path | None = None,
     intervention: LoadedIntervention | None = None,
+    account: CertifyAccount | None = None,
 ) -> CertifyReport:
     """Certify every profile (``only``: one), each with ``intervention`` (default: the
-    reference) wired into its treated arms."""
+    reference) wired into its treated arms; with ``account``, only ``only``'s profile, on
+    the account path (``account_path``)."""
     build = factory or default_backend_factory(backend_name)
     results: list[ProfileCertification] = []
     files = scan_profiles(directory, intervention)
@@ -341,6 +347,8 @@ def certify_profiles(
             )
             continue
         results.append(
-            certify_profile(entry.name, entry.profile, backend_name, build, host_home, intervention)
+            certify_profile(
+                entry.name, entry.profile, backend_name, build, host_home, intervention, account
+            )
         )
     return CertifyReport(profiles=results, passed=all(r.status != "failed" for r in results))

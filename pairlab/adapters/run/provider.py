@@ -300,19 +300,32 @@ def open_run_endpoint(
     settings: EmulatorSettings | None = None,
     host_env: Mapping[str, str] | None = None,
     clean_orphans: bool = True,
+    credentials: Mapping[str, str] | None = None,
+    secret_files: Mapping[str, str] | None = None,
 ) -> RunEndpoint:
-    """Start the run's emulator (and, on Docker, its network) and the backend to use."""
+    """Start the run's emulator (and, on Docker, its network) and the backend to use.
+
+    ``credentials`` (secret variable -> value) replace the dummy credentials, and the
+    emulator then requires exactly them (or the ``secret_files``' auth.json) as the
+    stand-in provider does: ``pairlab certify --account`` runs its probe this way, the
+    account's credential delivered in the CLI's own form."""
+    from pairlab.adapters.emulator.auth_gate import AuthGate
+
     settings = settings or EmulatorSettings()
     if backend_name == "local" and profile.client in REAL_CLIS:
         resolve_cli(profile.client)  # the pinned wheel's binary, or exit 3 with the fix
+    accepted = [*(credentials or {}).values(), *(secret_files or {}).values()]
     emulator = ProviderEmulator(
         ledger_dir,
         catalog_dir=catalog_dir(),
         accounts={RUN_ACCOUNT: settings.plan()},
         keep_requests=settings.keep_requests,
+        auth=AuthGate.of(accepted) if accepted else None,
     ).start()
     emulator.service.open_account(RUN_ACCOUNT)  # an account in use: its windows are running
     env = _host_env(profile, os.environ if host_env is None else host_env)
+    env.update(credentials or {})
+    files = dict(secret_files or {})
     network = None
     try:
         if backend_name == "docker":
@@ -332,10 +345,15 @@ def open_run_endpoint(
                 host_env=env,
                 run_network=network,
                 clean_orphans=clean_orphans,
+                secret_files=files,
             )
         else:
             backend = make_backend(
-                backend_name, run_id=run_id, host_env=env, clean_orphans=clean_orphans
+                backend_name,
+                run_id=run_id,
+                host_env=env,
+                clean_orphans=clean_orphans,
+                secret_files=files,
             )
     except BaseException:
         if network is not None:
