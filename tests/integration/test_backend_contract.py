@@ -331,6 +331,33 @@ def test_secrets_reach_the_agent_for_its_run_only(harness: Harness, tmp_path: Pa
     assert harness.leftovers(prepared) == []
 
 
+def test_an_agent_killed_at_its_timeout_leaves_no_secret_file(harness: Harness) -> None:
+    """The wrapper cannot remove a secret file when the agent ignores SIGTERM and is
+    killed: the backend scrubs it, so a kept HOME (volume) does not hold it either."""
+    backend = harness.backend(
+        host_env={"PATH": os.environ["PATH"]}, secret_files={".codex/auth.json": SECRET_VALUE}
+    )
+    spec = harness.spec('trap "" TERM; sleep 60', timeout_s=2, keep=True)
+    prepared = backend.prepare(spec)
+    try:
+        outcome = backend.run(prepared)
+        assert outcome.timed_out
+        if harness.docker is not None:
+            container = harness.docker.containers.get(prepared.container_id)
+            chunks, _ = container.get_archive("/pairlab/agent/home/.codex")
+            names = subprocess.run(
+                ["tar", "-t"], input=b"".join(chunks), capture_output=True, check=True
+            ).stdout.decode()
+            assert "auth.json" not in names
+        else:
+            assert prepared.root is not None
+            assert not (prepared.root / "home" / ".codex" / "auth.json").exists()
+    finally:
+        backend.cleanup(prepared.model_copy(update={"spec": spec.model_copy(
+            update={"keep_workspace": False})}))  # fmt: skip
+    assert harness.leftovers(prepared) == []
+
+
 def test_collect_hashes_and_grader_exec_in_workspace(harness: Harness, tmp_path: Path) -> None:
     backend = harness.backend()
     script = (

@@ -359,9 +359,34 @@ class DockerBackend:
     def run(self, prepared: PreparedEpisode) -> RunOutcome:
         container = self._container(prepared)
         try:
-            return self._run_container(container, prepared.spec.timeout_s)
+            outcome = self._run_container(container, prepared.spec.timeout_s)
         finally:  # the CLI has read its secrets: their host copy goes now
             _remove_secret_dir(container.labels.get(LABEL_SECRETS))
+        killed = outcome.timed_out or outcome.oom_killed or (outcome.exit_code or 0) >= 128
+        if self.secret_files and (killed or outcome.exit_code is None):
+            self._scrub_home(prepared)
+        return outcome
+
+    def _scrub_home(self, prepared: PreparedEpisode) -> None:
+        """Remove the secret files from the home volume when the wrapper could not (the
+        episode was killed): a kept volume must not hold them either."""
+        spec = prepared.spec
+        targets = [f"{MOUNT_PATHS['home']}/{rel}" for rel in self.secret_files]
+        scrub = call_docker(
+            "create scrub container",
+            lambda: self.client.containers.create(
+                spec.profile.image,
+                ["rm", "-f", *targets],
+                user=f"{self.user[0]}:{self.user[1]}",
+                volumes={prepared.volumes["home"]: {"bind": MOUNT_PATHS["home"], "mode": "rw"}},
+                network_mode="none",
+                labels=self._labels(spec, "scrub"),
+            ),
+        )
+        try:
+            self._run_container(scrub, 60)
+        finally:
+            self._remove(scrub, {})
 
     def exec_in_workspace(
         self, prepared: PreparedEpisode, argv: list[str], timeout_s: float
