@@ -12,7 +12,11 @@ host and port:
   gateway's name) keeps its URL: the container resolves that one name to the relay
   (``/etc/hosts``), which listens on the URL's port, and the host connects to the name.
   TLS runs end to end between the CLI and the provider (the relay copies bytes), so the
-  certificate is checked against the name as usual.
+  certificate is checked against the name as usual. The relay, an unprivileged user,
+  listens on that port (443): Docker 20.10+ sets ``ip_unprivileged_port_start=0`` in a
+  container's network namespace (measured here). Measured offline with a named host
+  resolving to this machine (plain HTTP to the stand-in); TLS to a real provider is not
+  exercised here (no network).
 
 So the container reaches exactly the provider's host and port. Egress is the host's:
 the process running the episodes (the worker) must be allowed to reach that host and
