@@ -37,6 +37,7 @@ Deterministic configuration checks are never evidence about the intervention
 
 from __future__ import annotations
 
+import json
 import os
 import tempfile
 from dataclasses import dataclass
