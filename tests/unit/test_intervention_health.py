@@ -326,6 +326,7 @@ def test_the_answer_per_intervention_reads_the_headline_and_says_when_it_is_insu
         answer_word,
         build_intervention_answer,
     )
+    from pairlab.core.report.words import reason_text
 
     assert answer_word({"win": 2, "noEvidence": 1}, 3) == "saved"
     assert answer_word({"regression": 1, "insufficient": 2}, 3) == "cost more"
@@ -333,7 +334,13 @@ def test_the_answer_per_intervention_reads_the_headline_and_says_when_it_is_insu
     assert answer_word({"insufficient": 2}, 2) == "insufficient"
     assert answer_word({"insufficient": 1, "noEvidence": 1}, 2) == "no evidence"
     stamp = {"id": SERVER, "version": "2026.10.19", "manifest_sha256": "ab" * 32}
-    cell = {"win": 0, "regression": 0, "noEvidence": 0, "insufficient": 2}
+    cell = {
+        "win": 0,
+        "regression": 0,
+        "noEvidence": 0,
+        "insufficient": 2,
+        "reasons": {"skewed": 2},
+    }
     headline = {
         "exploratory": False,
         "gate": 5,
@@ -382,6 +389,8 @@ def test_the_answer_per_intervention_reads_the_headline_and_says_when_it_is_insu
     assert f"Did **{SERVER} 2026.10.19** (manifest {'ab' * 6}) save?" in text
     assert "137 cl100k tokens per model request (median of 9 requests in 2 treated" in text
     assert "Insufficient by design" in text and "measures the floor" in text
+    # why there is no answer, from the headline's reasons (cohorts per reason)
+    assert f"tokens **insufficient** ({reason_text('skewed')} 2)" in text
     assert build_intervention_answer({"intervention": None}, headline) is None
     # a usage recipe ran: its calls and the errors they answered
     by_arm["optimizer"] |= {"toolCalls": 4, "episodesCallingTools": 2, "toolErrors": 4}

@@ -28,6 +28,7 @@ import statistics
 from collections.abc import Mapping, Sequence
 from typing import Any, Final
 
+from pairlab.core.report.words import reason_text
 from pairlab.core.schemas.episode import EpisodeRecord
 
 ANSWER_WORDS: Final = ("saved", "cost more", "mixed", "no evidence", "insufficient")
@@ -118,6 +119,10 @@ def build_intervention_answer(
                     "control": row.get("control"),
                     "cohorts": n,
                     **{q: answer_word(row.get(q, {}), n) for q, _ in _QUESTIONS},
+                    # why a question has no answer (the headline's reasons, cohorts each)
+                    "reasons": {
+                        q: dict(row.get(q, {}).get("reasons") or {}) for q, _ in _QUESTIONS
+                    },
                     "definitionTokensPerRequest": (arm.get("definitionTokensPerRequest") or {}).get(
                         "median"
                     ),
@@ -146,6 +151,15 @@ def _number(value: Any) -> str:
     return f"{value:,.0f}" if float(value).is_integer() else f"{value:,.1f}"
 
 
+def _why(contrast: Mapping[str, Any], question: str) -> str:
+    """`` (skewed 2)``: the reasons behind an answer that is not saved/cost more."""
+    if contrast.get(question) not in ("insufficient", "no evidence"):
+        return ""
+    reasons = (contrast.get("reasons") or {}).get(question) or {}
+    shown = ", ".join(f"{reason_text(r)} {n}" for r, n in list(reasons.items())[:2])
+    return f" ({shown})" if shown else ""
+
+
 def answer_lines(answer: Mapping[str, Any] | None) -> list[str]:
     """The answer in sentences (markdown; the HTML report shows the same lines)."""
     if not answer:
@@ -161,7 +175,7 @@ def answer_lines(answer: Mapping[str, Any] | None) -> list[str]:
             f"episodes; {_number(d.get('min'))}–{_number(d.get('max'))})."
         )
     for c in answer.get("contrasts", []):
-        words = ", ".join(f"{title} **{c.get(q)}**" for q, title in _QUESTIONS)
+        words = ", ".join(f"{title} **{c.get(q)}**" + _why(c, q) for q, title in _QUESTIONS)
         cohorts = "task cohort" if c.get("cohorts") == 1 else "task cohorts"
         lines.append(
             f"{c.get('client')} {c.get('clientVersion')}, {c.get('treatment')} vs "
