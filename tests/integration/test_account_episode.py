@@ -176,9 +176,12 @@ def test_a_chatgpt_login_reaches_the_chatgpt_backend_and_nothing_written(
             if backend == "local"
             else None
         )
+        # `account check --probe` asks the login's usage endpoint, as Codex would
+        probed = [_pairlab(env, "account", "check", n, "--probe") for n in ("plus", "other")]
         token = base.rsplit("/", 1)[1]
         requests = ledger_requests(standin.ledgers / f"{token}.jsonl")
     inspected = _kept_container_inspect(result["run_id"]) if backend == "docker" else ""
+    assert [p.returncode for p in probed] == [0, 2], [p.stdout + p.stderr for p in probed]
 
     assert result["secret_names"] == ["$HOME/.codex/auth.json"]
     assert result["final_answer"] and result["exit_code"] == 0 and result["passed"]

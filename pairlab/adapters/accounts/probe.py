@@ -3,11 +3,12 @@ credential, with a request that spends no tokens (the model list).
 
 Anthropic: ``GET <provider>/v1/models`` with ``x-api-key`` (an API key) or
 ``Authorization: Bearer`` and the OAuth beta header (a subscription token). OpenAI:
-``GET <provider>/models`` with ``Authorization: Bearer``. A 401 or 403 is
+``GET <provider>/models`` with ``Authorization: Bearer``. A ChatGPT login: its usage
+endpoint (``quota_wiring.usage_url``, ``.../backend-api/wham/usage``) with the login's
+access token as a bearer and ``ChatGPT-Account-Id``, as Codex sends them. A 401 or 403 is
 ``credential-rejected`` (exit 2) with the provider's own message; any other answer
 means the provider did not refuse the credential (the stand-in answers 404 for the model
 list once the credential passes). No answer at all is ``environment-unavailable`` (exit 3).
-A ChatGPT login is not probed (its backend is not the Responses API).
 """
 
 from __future__ import annotations
@@ -22,6 +23,14 @@ TIMEOUT_S = 20.0
 
 
 def _request(account: Account, credential: str) -> tuple[str, dict[str, str]]:
+    if account.kind == CredentialKind.CHATGPT_AUTH_JSON:
+        from pairlab.adapters.accounts.quota_wiring import chatgpt_tokens, usage_url
+
+        access, account_id = chatgpt_tokens(credential)
+        headers = {"authorization": f"Bearer {access}"}
+        if account_id:
+            headers["chatgpt-account-id"] = account_id
+        return usage_url(account), headers
     base = account.effective_provider_url.rstrip("/")
     if account.client == "claude":
         headers = {"anthropic-version": "2023-06-01"}
@@ -45,11 +54,6 @@ def _provider_message(response: httpx.Response) -> str:
 
 def probe_credential(account: Account, credential: str) -> int:
     """The provider's HTTP status for the credential; raises when it refused it."""
-    if account.kind == CredentialKind.CHATGPT_AUTH_JSON:
-        raise InvalidInputError(
-            f"account {account.name!r} is a ChatGPT login: it cannot be probed yet",
-            reason=ReasonCode.INVALID_ACCOUNT,
-        )
     url, headers = _request(account, credential)
     try:
         response = httpx.get(url, headers=headers, timeout=TIMEOUT_S)
