@@ -257,3 +257,9 @@ def _print_study(study: PowerStudy) -> None:
             f"TOKEN_OPTIMIZER_EVAL_MIN_PAIRS={pre}, or `min_pairs: {pre}` in "
             "catalog/suites/<suite>.plan.yaml"
         )
+        alone = study.pre_register_one_cohort
+        typer.echo(
+            "one cohort per contrast and metric (one task, client and model: its shape cannot "
+            "be judged, decided as if lognormal sigma 1): "
+            + (f"{alone} pairs" if alone is not None else f"more than {request.max_pairs} pairs")
+        )

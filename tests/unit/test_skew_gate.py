@@ -16,6 +16,7 @@ from pairlab.core.analysis.decisions import DECISIONS, REASONS, label_effects
 from pairlab.core.analysis.metrics import Contrast
 from pairlab.core.analysis.study_plan import StudyPlan
 from pairlab.core.schemas.episode import EpisodeRecord, make_episode_id, make_pair_id
+from pairlab.core.stats.one_cohort import worst_shape_critical, worst_shape_p
 from pairlab.core.stats.seeds import make_rng
 from pairlab.core.stats.skew_gate import (
     CALIBRATED_SIGMA,
@@ -207,3 +208,68 @@ def test_normal_cohorts_are_decided_as_before() -> None:
     data = analyse_cohorts(records, run_id="run-s", min_pairs=5, n_resamples=2000).to_json()
     assert data["shapeGate"]["judged"] and data["shapeGate"]["skewed"] == []
     assert not any(e["reason"] == "skewed" for c in data["cohorts"] for e in c["effects"])
+
+
+def test_a_lone_cohort_is_decided_only_beyond_the_worst_calibrated_shape() -> None:
+    """One cohort per contrast's metric: its shape cannot be judged, so the one-cohort rule
+    (pairlab.core.stats.one_cohort) tests it as if lognormal sigma 1; what the decision
+    test alone would have decided and the rule does not is insufficient (shape-unknown)."""
+    plan = StudyPlan(id="p", min_pairs=5, primary_contrasts=["optimizer-vs-baseline"])
+    contrasts = [Contrast("optimizer", "baseline")]
+    n = 10
+    q = float(worst_shape_critical(n, 0.025))
+    t = np.array([[[-0.8 * q]], [[-1.2 * q]]])  # [cohort, contrast, metric]
+
+    def labels(cohorts: int, t_stat: np.ndarray) -> Any:
+        return label_effects(
+            plan,
+            contrasts,
+            gate=5,
+            n=np.full((cohorts, 1, 1), n),
+            p_saving=np.full((cohorts, 1, 1), 0.001),  # the decision test: a clear saving
+            p_increase=np.full((cohorts, 1, 1), 0.999),
+            percentile_high=np.full((cohorts, 1, 1), -1.0),
+            correctness_holds=np.ones((cohorts, 1), bool),
+            graded=np.ones((cohorts, 1), bool),
+            metrics=["totalTokens"],
+            skewness=np.zeros((cohorts, 1, 1)),
+            t_stat=t_stat,
+        )
+
+    for t_stat, word, why in ((t[:1], "insufficient", "shape-unknown"), (t[1:], "primary-win", "")):
+        got = labels(1, t_stat)
+        assert (DECISIONS[got.decision[0, 0, 0]], REASONS[got.reason[0, 0, 0]]) == (word, why)
+    assert labels(1, t[:1]).p_adjusted[0, 0, 0] > 0.05  # the rule's p, not the test's
+    # two cohorts: the gate judges the shape (symmetric here) and the test decides both
+    both = labels(2, t)
+    assert (both.decision == DECISIONS.index("primary-win")).all()
+    assert both.p_adjusted[:, 0, 0] == pytest.approx(0.002)
+    # worst_shape_p inverts the critical value; no evidence is p 1; no spread keeps its side
+    assert worst_shape_p(np.array([q, 0.0, -q, np.inf]), np.full(4, n)) == pytest.approx(
+        [0.025, 1.0, 1.0, 0.0]
+    )
+
+
+def test_a_one_task_analysis_and_power_say_what_one_cohort_needs(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    records = _records(tasks=1, pairs=12, sigma=1.0)
+    data = analyse_cohorts(records, run_id="run-s", min_pairs=5, n_resamples=2000).to_json()
+    (total,) = [e for e in data["cohorts"][0]["effects"] if e["metric"] == "totalTokens"]
+    # the test's own p and interval are reported unchanged; the adjusted p is the rule's
+    assert total["pAdjusted"] >= total["pValue"]
+    log = tmp_path / "episodes.jsonl"
+    log.write_text("\n".join(r.to_json_line() for r in records) + "\n", encoding="utf-8")
+    capsys.readouterr()
+    args = ["power", str(log), "--effect", "400", "--contrast", "optimizer-vs-baseline"]
+    code = cli_exit([*args, "--metric", "totalTokens", "--json", "--replicates", "500"])
+    payload = json.loads(capsys.readouterr().out)
+    assert code == 0
+    (row,) = payload["cohorts"]
+    assert row["requiredPairsOneCohort"] > row["requiredPairs"]
+    assert row["powerAtRequiredOneCohort"] >= 0.8
+    assert payload["preRegisterOneCohort"] == row["requiredPairsOneCohort"]
+    code = cli_exit([*args, "--metric", "totalTokens", "--replicates", "500"])
+    out = capsys.readouterr().out
+    assert "one cohort per contrast and metric" in out
+    assert f"{row['requiredPairsOneCohort']} pairs" in out

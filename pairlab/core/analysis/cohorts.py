@@ -323,6 +323,7 @@ def _analyse_wide(
         p_saving=results["p_saving"],
         p_increase=results["p_increase"],
         skewness=results["skewness"],
+        t_stat=results["t_stat"],
         n=n_eff,
         excluded_null=null_eff,
         notes=notes,

@@ -17,7 +17,9 @@ Decisions:
   calibration does not vouch for (``skewed``: the analysis's cohorts show the
   contrast's metric skewed beyond what the decision interval is calibrated for at
   their pairs - :mod:`pairlab.core.stats.skew_gate`; the intervals are reported, the
-  decision waits for the pairs needed, :attr:`EffectLabels.shape`);
+  decision waits for the pairs needed, :attr:`EffectLabels.shape`; ``shape-unknown``:
+  the effect is its contrast's metric's only tested cohort, so no shape can be judged,
+  and the decision test would have decided it but the one-cohort rule does not);
 * ``not-tested``: a descriptive effect;
 * ``primary-win`` / ``secondary-win``: the family-adjusted two-sided p-value is
   at most alpha, the effect is a saving, correctness did not regress, and the
@@ -35,6 +37,14 @@ Families (per cohort): the primary tests, and the secondary tests, each
 adjusted separately (Holm for primary; the plan's correction for secondary).
 Only effects with the pre-registered minimum pairs join a family; a ``skewed``
 effect is not tested, so joins none.
+
+**One cohort** (with the gate on, ``skewness`` given): an effect that is the only tested
+cohort of its contrast's metric in the analysis cannot have its shape judged (the gate
+needs two); it is tested with its one-sided p-values raised to what its Student
+statistic gives under the worst calibrated shape
+(:func:`pairlab.core.stats.one_cohort.worst_shape_p`), in its family as any other. An
+effect that the decision test alone would have made a win or a regression (its family
+adjusted the same way) and this does not is ``insufficient`` (``shape-unknown``).
 """
 
 from __future__ import annotations
@@ -49,7 +59,8 @@ from numpy.typing import NDArray
 from pairlab.core.analysis.metrics import METRICS, Contrast
 from pairlab.core.analysis.study_plan import StudyPlan
 from pairlab.core.stats.multiplicity import adjust_pvalues
-from pairlab.core.stats.skew_gate import ShapeVerdict, judge_shape
+from pairlab.core.stats.one_cohort import worst_shape_p
+from pairlab.core.stats.skew_gate import MIN_COHORTS, ShapeVerdict, judge_shape
 
 ROLES: Final = ("primary", "secondary", "descriptive")
 DECISIONS: Final = (
@@ -70,6 +81,7 @@ REASONS: Final = (
     "decision-interval",
     "below-gate",
     "skewed",
+    "shape-unknown",
 )
 WINS: Final = ("primary-win", "secondary-win")
 
@@ -145,6 +157,10 @@ REASON_WORDS: Final = {
         "skewed beyond the calibration at these pairs: more pairs needed",
         "skewed, more pairs needed",
     ),
+    "shape-unknown": ReasonWords(
+        "one cohort: its shape unknown, not beyond the worst calibrated shape",
+        "one cohort, shape unknown",
+    ),
     # the headline's reasons for a cell that is no win (pairlab.core.report.headline)
     "not-tested": ReasonWords(None, "not tested"),
     "cohort-below-gate": ReasonWords(None, "cohort below the gate"),
@@ -186,6 +202,27 @@ def roles(plan: StudyPlan, contrasts: list[Contrast], metrics: Sequence[str] = M
     return out
 
 
+def _adjusted(
+    plan: StudyPlan,
+    p_saving: NDArray[np.float64],
+    p_increase: NDArray[np.float64],
+    primary: NDArray[np.bool_],
+    secondary: NDArray[np.bool_],
+    confirmatory: NDArray[np.bool_],
+) -> NDArray[np.float64]:
+    """Family-adjusted two-sided p-values (Holm for primary, the plan's for secondary)."""
+    p_two = np.minimum(1.0, 2.0 * np.minimum(p_saving, p_increase))
+    p_adj = np.full(p_two.shape, np.nan)
+    if p_two.size:
+        p_adj = np.where(primary, _family_adjusted(p_two, confirmatory & primary, "holm"), p_adj)
+        p_adj = np.where(
+            secondary,
+            _family_adjusted(p_two, confirmatory & secondary, plan.secondary_correction),
+            p_adj,
+        )
+    return p_adj
+
+
 def _family_adjusted(
     p: NDArray[np.float64], member: NDArray[np.bool_], method: str
 ) -> NDArray[np.float64]:
@@ -207,6 +244,7 @@ def label_effects(
     graded: NDArray[np.bool_],
     metrics: Sequence[str] = METRICS,
     skewness: NDArray[np.float64] | None = None,
+    t_stat: NDArray[np.float64] | None = None,
 ) -> EffectLabels:
     """Labels of [cohort, contrast, metric] effects (see the module docstring).
 
@@ -215,6 +253,8 @@ def label_effects(
     cohort analysis's :data:`METRICS` by default; another analysis, e.g. of quota
     consumption, passes its own names and gets the same rule). ``skewness``: each
     effect's sample skewness ``G1`` (NaN: none), for the skewness gate; None: no gate.
+    ``t_stat``: each effect's Student statistic, for the one-cohort rule (applied with
+    the gate; None: not applied).
     """
     role = np.broadcast_to(roles(plan, contrasts, metrics)[None], n.shape)
     alpha = plan.alpha
@@ -227,17 +267,20 @@ def label_effects(
         refused = tested_any & ~descriptive & shape.skewed[None]
     tested_any = tested_any & ~refused
     confirmatory = tested_any & (n >= plan.min_pairs)
-    p_two = np.minimum(1.0, 2.0 * np.minimum(p_saving, p_increase))
     primary = role == ROLES.index("primary")
     secondary = role == ROLES.index("secondary")
-    p_adj = np.full(n.shape, np.nan)
-    if n.size:
-        p_adj = np.where(primary, _family_adjusted(p_two, confirmatory & primary, "holm"), p_adj)
-        p_adj = np.where(
-            secondary,
-            _family_adjusted(p_two, confirmatory & secondary, plan.secondary_correction),
-            p_adj,
-        )
+    # the decision test's own p (the reported decision interval excludes zero iff p_two <= alpha)
+    p_two = np.minimum(1.0, 2.0 * np.minimum(p_saving, p_increase))
+    alone = np.zeros(n.shape, dtype=bool)  # the only tested cohort of its contrast's metric
+    decided_alone = alone
+    if shape is not None and t_stat is not None:
+        alone = tested_any & ~descriptive & (shape.cohorts[None] < MIN_COHORTS)
+        p_alone = _adjusted(plan, p_saving, p_increase, primary, secondary, confirmatory)
+        with np.errstate(invalid="ignore"):
+            decided_alone = alone & confirmatory & (p_alone <= alpha)
+            p_saving = np.where(alone, np.fmax(p_saving, worst_shape_p(-t_stat, n)), p_saving)
+            p_increase = np.where(alone, np.fmax(p_increase, worst_shape_p(t_stat, n)), p_increase)
+    p_adj = _adjusted(plan, p_saving, p_increase, primary, secondary, confirmatory)
     with np.errstate(invalid="ignore"):
         saving = p_saving < p_increase
         significant = confirmatory & (p_adj <= alpha)
@@ -267,6 +310,9 @@ def label_effects(
     decision[untested] = code("insufficient")
     reason[untested] = np.where(n[untested] == 0, why("not-observed"), why("too-few-pairs"))
     reason[refused] = why("skewed")
+    shape_unknown = decided_alone & ~significant
+    decision[shape_unknown] = code("insufficient")
+    reason[shape_unknown] = why("shape-unknown")
     decision[descriptive & tested_any] = code("not-tested")
     reason[descriptive & tested_any] = why("")
     p_adj = np.where(descriptive | ~confirmatory, np.nan, p_adj)

@@ -33,6 +33,7 @@ from pairlab.core.analysis.metrics import METRICS, Contrast
 from pairlab.core.stats import kernels
 from pairlab.core.stats.batch import IntervalBatch
 from pairlab.core.stats.bootstrap import MeanIntervals, Method, bootstrap_mean_intervals
+from pairlab.core.stats.one_cohort import student_t
 from pairlab.core.stats.seeds import make_rng
 from pairlab.core.stats.skew_gate import sample_skewness
 
@@ -45,6 +46,7 @@ RESULTS: Final = (
     "p_saving",
     "p_increase",
     "skewness",
+    "t_stat",
 )
 PROCESS_POOL_MIN_COHORTS = 2_000
 COMPILED_MIN_COHORTS = 1_000
@@ -152,6 +154,7 @@ class CohortBootstrap:
             rng = make_rng(run_id, key, "pairs", [pair_ids[r] for r in np.flatnonzero(rows)])
             values = flat[rows][:, cols]
             self.results["skewness"][idx].reshape(-1)[cols] = sample_skewness(values)
+            self.results["t_stat"][idx].reshape(-1)[cols] = student_t(values)
             yield cols, values, rng
 
     def _store(

@@ -18,6 +18,11 @@ so one bootstrap per ``n`` serves every effect size. The search starts at Studen
 t sample size (noncentral t, exact for normal differences under Student's test
 alone); the hybrid decision rule never needs fewer pairs.
 
+A study whose analysis has **one cohort** per contrast and metric is decided by the
+one-cohort rule (:mod:`pairlab.core.stats.one_cohort`: the decision interval widened to
+``mean + q se``, ``q`` Hall's critical value at the worst calibrated shape); its pairs are
+searched the same way on the same simulated studies (``one_cohort=True``).
+
 Seeds derive from names (the model, ``n``, the cohort for the empirical model),
 never from the pilot's values: the same pilot gives the same answer.
 
@@ -36,6 +41,7 @@ import numpy as np
 from scipy import stats  # type: ignore[import-untyped]  # no stubs locked
 
 from pairlab.core.stats.bootstrap import draw_resample_counts
+from pairlab.core.stats.one_cohort import worst_shape_critical
 from pairlab.core.stats.seeds import make_rng
 from pairlab.core.stats.studentized import studentized_sums
 
@@ -106,9 +112,11 @@ class _Replicates:
     se: np.ndarray
     q_low: np.ndarray  # k-th smallest t*
 
-    def power(self, effect: float, t_crit: float) -> float:
+    def power(self, effect: float, t_crit: float, worst: float | None = None) -> float:
         mean = self.mean + effect
         high = np.maximum(mean + t_crit * self.se, mean - self.q_low * self.se)
+        if worst is not None:  # the one-cohort rule
+            high = np.maximum(high, mean + worst * self.se)
         return float(np.mean(high < 0))
 
 
@@ -162,13 +170,16 @@ class PowerSimulator:
         sd: float,
         noise: np.ndarray | None = None,
         name: str = "normal",
+        one_cohort: bool = False,
     ) -> float:
         """Power at ``n`` pairs for ``effect`` (metric units) when the differences have
-        standard deviation ``sd`` (normal model) or are ``noise`` + effect (empirical)."""
+        standard deviation ``sd`` (normal model) or are ``noise`` + effect (empirical);
+        ``one_cohort``: under the one-cohort rule."""
         t_crit = float(stats.t.ppf(1.0 - self.alpha_one_sided, n - 1))
+        worst = float(worst_shape_critical(n, self.alpha_one_sided)) if one_cohort else None
         if noise is None:
-            return self._studies(n, None, "normal").power(effect / sd, t_crit)
-        return self._studies(n, noise, name).power(effect, t_crit)
+            return self._studies(n, None, "normal").power(effect / sd, t_crit, worst)
+        return self._studies(n, noise, name).power(effect, t_crit, worst)
 
     def required_pairs(
         self,
@@ -178,6 +189,7 @@ class PowerSimulator:
         noise: np.ndarray | None = None,
         name: str = "normal",
         max_pairs: int = MAX_PAIRS,
+        one_cohort: bool = False,
     ) -> tuple[int, float]:
         """Smallest n (>= 3) whose simulated power reaches ``power``, and that power
         (``max_pairs + 1`` and NaN when even ``max_pairs`` does not)."""
@@ -186,7 +198,7 @@ class PowerSimulator:
             return max_pairs + 1, float("nan")
 
         def reaches(n: int) -> float | None:
-            got = self.power(n, effect, sd, noise, name)
+            got = self.power(n, effect, sd, noise, name, one_cohort)
             return got if got >= power else None
 
         # Bracket: the last n that falls short and the first that reaches the power.
@@ -233,6 +245,9 @@ class CohortPlan:
     student_t_pairs: int | None = None
     pairs_if_sd_low: int | None = None  # at the low end of the sd's 80% interval
     pairs_if_sd_high: int | None = None
+    # a study of one cohort per contrast and metric (the one-cohort rule)
+    required_pairs_one_cohort: int | None = None
+    power_at_one_cohort: float | None = None
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -251,6 +266,8 @@ class CohortPlan:
             "powerAtRequired": self.power_at_required,
             "studentTPairs": self.student_t_pairs,
             "requiredPairsSdInterval80": [self.pairs_if_sd_low, self.pairs_if_sd_high],
+            "requiredPairsOneCohort": self.required_pairs_one_cohort,
+            "powerAtRequiredOneCohort": self.power_at_one_cohort,
         }
 
 
@@ -301,6 +318,9 @@ def plan_cohort(
     sd_high = sd * math.sqrt(df / stats.chi2.ppf(0.1, df))
     low_n = simulator.required_pairs(absolute / sd_low, 1.0, power, noise, name, max_pairs)[0]
     high_n = simulator.required_pairs(absolute / sd_high, 1.0, power, noise, name, max_pairs)[0]
+    alone, got_alone = simulator.required_pairs(
+        d * 1.0, 1.0, power, noise, name, max_pairs, one_cohort=True
+    )
     status = "ok" if n <= max_pairs else "beyond-max"
     return CohortPlan(
         status=status,
@@ -311,5 +331,7 @@ def plan_cohort(
         student_t_pairs=student if student <= max_pairs else None,
         pairs_if_sd_low=low_n if low_n <= max_pairs else None,
         pairs_if_sd_high=high_n if high_n <= max_pairs else None,
+        required_pairs_one_cohort=alone if alone <= max_pairs else None,
+        power_at_one_cohort=got_alone if alone <= max_pairs else None,
         **described,  # type: ignore[arg-type]
     )

@@ -15,7 +15,12 @@ pre-register (:mod:`pairlab.core.analysis.power` simulates one cohort).
   skewed for their pairs;
 * the value to pre-register: the largest required pairs over the cohorts that
   could be estimated, raised to the shape's pairs needed (None when no cohort
-  could be estimated: the pilot is too small).
+  could be estimated: the pilot is too small);
+* a study of **one cohort** per contrast and metric (one task, client and model): its
+  shape cannot be judged, so it is decided by the one-cohort rule
+  (:mod:`pairlab.core.stats.one_cohort`); the pairs it needs are given beside
+  (``preRegisterOneCohort``: the largest over the cohorts), never folded into the value
+  above.
 """
 
 from __future__ import annotations
@@ -84,6 +89,15 @@ class PowerStudy:
         shape = [s.pairs_needed or 0 for s in self.shape]
         return max([*((r.required_pairs or 0) for r in ok), *shape])
 
+    @property
+    def pre_register_one_cohort(self) -> int | None:
+        """Pairs a study of one cohort per contrast and metric needs (None: none estimated,
+        or beyond the search)."""
+        ok = [r for r in self.rows if r.status == "ok"]
+        if not ok or any(r.required_pairs_one_cohort is None for r in ok):
+            return None
+        return max(r.required_pairs_one_cohort or 0 for r in ok)
+
     def to_json(self) -> dict[str, Any]:
         pre, study = self.pre_register, self.plan.plan
         return {
@@ -107,6 +121,7 @@ class PowerStudy:
                 "plan": f"min_pairs: {pre}",
                 "repetitions": pre,
             },
+            "preRegisterOneCohort": self.pre_register_one_cohort,
             "notes": self.notes,
         }
 

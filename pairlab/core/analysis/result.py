@@ -36,6 +36,7 @@ from pairlab.core.analysis.decisions import (
 )
 from pairlab.core.analysis.metrics import KEY_COLUMNS, METRICS, Contrast
 from pairlab.core.analysis.study_plan import ResolvedPlan
+from pairlab.core.stats.one_cohort import ONE_COHORT_RULE
 from pairlab.core.stats.skew_gate import (
     MAX_CALIBRATED_PAIRS,
     SKEW_GATE_RULE,
@@ -107,6 +108,8 @@ class CohortAnalysis:
     excluded_null: np.ndarray
     # each effect's sample skewness, judged by the skewness gate (None: no gate)
     skewness: np.ndarray | None = None
+    # each effect's Student statistic, for the one-cohort rule (None: not applied)
+    t_stat: np.ndarray | None = None
     notes: list[list[str]] = field(default_factory=list)
     # how the cohorts were resampled (cohort_engine.run_cohorts; not in the JSON: the
     # numbers are the same either way)
@@ -145,6 +148,7 @@ class CohortAnalysis:
             correctness_holds=self.correctness_holds,
             graded=self.graded_pairs > 0,
             skewness=self.skewness,
+            t_stat=self.t_stat,
         )
 
     @property
@@ -191,7 +195,9 @@ class CohortAnalysis:
     def shape_gate(self) -> dict[str, Any]:
         """The skewness gate (:mod:`pairlab.core.stats.skew_gate`): its rule, and each
         contrast's metric it found skewed, with the pairs needed (null: more than the
-        calibration reaches) - the effects behind it are ``insufficient`` (``skewed``)."""
+        calibration reaches) - the effects behind it are ``insufficient`` (``skewed``); and
+        the one-cohort rule (:mod:`pairlab.core.stats.one_cohort`) with the contrasts'
+        metrics it tested (one tested cohort: their shape cannot be judged)."""
         shape = self.labels().shape
         skewed: list[dict[str, Any]] = []
         if shape is not None:
@@ -208,8 +214,21 @@ class CohortAnalysis:
                         "pairsNeeded": needed if needed > 0 else None,
                     }
                 )
+        alone: list[dict[str, Any]] = []
+        if shape is not None and self.t_stat is not None:
+            for j, i in zip(*np.nonzero(shape.cohorts == 1), strict=True):
+                contrast = self.contrasts[j]
+                alone.append(
+                    {
+                        "treatment": contrast.treatment,
+                        "control": contrast.control,
+                        "metric": METRICS[i],
+                    }
+                )
         return {
             "rule": SKEW_GATE_RULE,
+            "oneCohortRule": ONE_COHORT_RULE,
+            "oneCohort": alone,
             "level": SKEW_TEST_LEVEL,
             "calibratedPairs": MAX_CALIBRATED_PAIRS,  # pairsNeeded null: more than these
             "judged": shape is not None,

@@ -45,6 +45,20 @@ ONE_COHORT_RULE: Final = (
 )
 
 
+def student_t(data: FloatArray) -> FloatArray:
+    """Student's statistic ``mean / (sd / sqrt n)`` of each column of ``data`` ((n, C)):
+    +-inf for a column without spread and a non-zero mean, NaN for none and for n < 2."""
+    n = data.shape[0]
+    if n < 2:
+        return np.full(data.shape[1], np.nan)
+    mean = data.mean(axis=0)
+    sd = data.std(axis=0, ddof=1)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        t = mean / (sd / math.sqrt(n))
+        flat = np.where(mean != 0, np.copysign(np.inf, mean), np.nan)
+    return np.asarray(np.where(sd > 0, t, flat))
+
+
 def worst_shape_critical(n: NDArray[np.int64] | int, level: float) -> FloatArray:
     """Hall's one-sided critical value at ``level`` for ``n`` pairs at the worst target
     skewness (the bound a one-cohort statistic must pass)."""
