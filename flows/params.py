@@ -8,6 +8,7 @@ from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, field_valida
 
 from flows.dispatch_params import DispatchParams
 from pairlab.core.emulator.run_settings import EmulatorSettings
+from pairlab.core.schemas.intervention_manifest import TreatedArm
 
 Arm = Literal["baseline", "optimizer", "retrieval", "full"]
 
@@ -314,6 +315,33 @@ class CanaryTrialParams(BaseModel):
         ge=1,
         description="Budget estimate shown before approval (billed tokens per episode)",
     )
+    account: str | None = Field(
+        None,
+        description="A registered account (`pairlab account add`) a real-CLI profile's trial "
+        "runs on: baseline = the stripped baseline arm, candidate = the intervention's "
+        "treated arm; only its name, never a credential (empty = none: a simulator trial; "
+        "docs/accounts.md)",
+    )
+    intervention: str = Field(
+        "reference",
+        min_length=1,
+        description="Real CLI on an account: what the candidate runs, an id under "
+        "interventions/ or a manifest's path (docs/interventions.md); the simulator's "
+        "revisions ignore it",
+    )
+    treated_arm: TreatedArm = Field(
+        "full",
+        description="Real CLI on an account: the intervention's treated arm the candidate "
+        "runs, wired as the eval wires it",
+    )
+    budget_tokens: int | None = Field(
+        None,
+        ge=1,
+        description="Approved ceiling in billed tokens: before each AB/BA pair the trial adds "
+        "what it spent to what the pair could spend and runs no further pair when that would "
+        "cross it (judged and published on what ran; ends budget-exhausted; resume with the "
+        "Run Id and a higher one). Empty = no ceiling (docs/accounts.md)",
+    )
     budget_window_percent: float | None = Field(
         None,
         ge=1,
@@ -367,6 +395,8 @@ class CanaryTrialParams(BaseModel):
         "model",
         "effort",
         "run_id",
+        "account",
+        "budget_tokens",
         "estimated_window_percent_per_episode",
         "budget_window_percent",
         mode="before",

@@ -55,20 +55,37 @@ SIM_TRIAL_NOISE: Final[dict[str, Any]] = {
 }
 
 
-def canary_profile(profile: RunnerProfile) -> RunnerProfile:
+def canary_profile(
+    profile: RunnerProfile, *, account: str | None = None, treated_arm: str = "full"
+) -> RunnerProfile:
     """The profile both canary arms run under: one command and one environment.
 
-    The candidate uses the baseline's arm args (unless the profile declares its
-    own) and neither arm gets the evidence-eval treatment (home seed, env): the
-    implementation revision, passed through the episode's extra env, is the only
-    difference between the arms.
+    On a registered ``account`` (a real CLI, flows/canary/account.py) the profile is the
+    eval's, intervention wired: baseline = its baseline arm, candidate = ``treated_arm``,
+    which the intervention must support (``arm-not-supported`` otherwise). A profile
+    against the provider emulator without an account is refused: the emulator's
+    scripted model plays both arms the same. For the simulator the candidate uses the
+    baseline's arm args (unless the profile declares its own) and neither arm gets the
+    evidence-eval treatment (home seed, env): the implementation revision, passed through
+    the episode's extra env, is the only difference between the arms.
     """
+    if account is not None:
+        if treated_arm not in profile.arm_args:
+            stamp = profile.intervention
+            raise InvalidInputError(
+                f"intervention '{stamp.id if stamp else '-'}' does not support the arm "
+                f"{treated_arm} on profile '{profile.client}' (supported: "
+                f"{', '.join(a for a in profile.arm_args if a != 'baseline')})",
+                reason=ReasonCode.ARM_NOT_SUPPORTED,
+            )
+        return profile
     if profile.endpoint is not None:
-        # the arms differ by an implementation revision, which only the simulator has a
-        # knob for (PAIRLAB_SIM_EFFECTS); a real CLI has none yet
+        # the simulator's arms differ by an implementation revision (PAIRLAB_SIM_EFFECTS);
+        # a real CLI's trial compares its baseline and treated arms on a real account
         raise InvalidInputError(
-            f"profile '{profile.client}' runs against the provider emulator: canary trials "
-            "compare simulator revisions (use a simulator profile, e.g. sim)",
+            f"profile '{profile.client}' runs against the provider emulator: a canary trial "
+            "of a real CLI runs on a registered account (give account, --account; "
+            "docs/accounts.md), else use a simulator profile, e.g. sim",
             reason=ReasonCode.INVALID_PROFILE,
         )
     arm_args = dict(profile.arm_args)
@@ -145,25 +162,31 @@ def freeze_manifest(
     image = profile.image or profile.client
     environment = {
         "profile": params.profile,
+        **({} if params.account is None else {"account": params.account}),
         "image": image,
         "backend": params.backend,
         "client": profile.client,
         "client_version": profile.version or "unknown",
     }
     sim = profile.quota.probe == "sim"
+    # a real CLI on an account: the intervention's treated arm against the stripped baseline
+    stamp = profile.intervention if params.account is not None else None
     return TrialManifest(
         trial_id=trial_id,
         created_at=datetime.now(UTC),
-        intervention_id=params.intervention_id,
+        intervention_id=params.intervention_id if stamp is None else stamp.id,
+        # loom's vocabulary: the intervention added to the baseline arm is the revision
         changed_dimensions=["implementation-revision"],
         baseline=ArmRevision(
             arm="baseline",
-            revision=params.baseline_revision,
+            revision=params.baseline_revision if stamp is None else "baseline-arm:stripped",
             sim_effects=arm_effects(params, "baseline") if sim else None,
         ),
         candidate=ArmRevision(
             arm="candidate",
-            revision=params.candidate_revision,
+            revision=params.candidate_revision
+            if stamp is None
+            else f"{stamp.id}@{stamp.version}:{params.treated_arm}-arm",
             sim_effects=arm_effects(params, "candidate") if sim else None,
         ),
         source_revision=source_revision(),
@@ -176,7 +199,7 @@ def freeze_manifest(
         assignments=[
             Assignment(
                 provider=str(provider),
-                model=params.model or f"{profile.client}-default",
+                model=params.model or profile.model or f"{profile.client}-default",
                 effort=params.effort,
             )
         ],

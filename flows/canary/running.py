@@ -31,16 +31,19 @@ from typing import Any, Final
 from prefect import get_run_logger
 from prefect.artifacts import update_progress_artifact
 
+from flows.canary.account import run_arm, trial_environment
 from flows.canary.manifest import TRIALS, arm_effects
 from flows.evidence.budget_gate import WindowCeiling
 from flows.params import CanaryTrialParams
+from pairlab.adapters.accounts.rejection import stop_on_rejected_credential
 from pairlab.adapters.backends.base import ExecutionBackend, RunOutcome
 from pairlab.adapters.backends.factory import make_backend
 from pairlab.adapters.episode.build import episode_record, episode_spec
-from pairlab.adapters.episode.session import CollectedEpisode
+from pairlab.adapters.episode.session import CollectedEpisode, RunEnvironment
 from pairlab.adapters.quota.account import QuotaBracket, quota_interval, snapshot_quota
 from pairlab.adapters.run.directory import RunDir, safe_name
 from pairlab.adapters.run.trial_inputs import open_sim_account
+from pairlab.core.budget import decide_next_unit
 from pairlab.core.canary import CheckResult, RunEvidence
 from pairlab.core.schedule import PlannedEpisode, Schedule
 from pairlab.core.schemas.catalog import LoadedSuite
@@ -107,7 +110,7 @@ def run_canary_episode(
     if profile.quota.probe == "sim":
         extra_env["PAIRLAB_SIM_EFFECTS"] = json.dumps(arm_effects(params, planned.arm))
     spec = episode_spec(
-        planned,
+        run_arm(params, planned),  # on an account: the candidate runs the treated arm
         run_id=run_dir.run_id,
         suite=suite,
         entry=entry,
@@ -139,6 +142,8 @@ def run_canary_episode(
                 episode_dir=episode_dir,
             )
             notification_ms = _notify(run_dir, planned, outcome, collected.checks)
+    if params.account is not None:  # a rejected credential stops the trial, nothing recorded
+        stop_on_rejected_credential(profile.client, params.account, outcome.stdout)
     record = episode_record(
         planned,
         run_id=run_dir.run_id,
@@ -293,13 +298,36 @@ def run_trial(
     run_dir: RunDir,
 ) -> TrialRuns:
     """Every planned run, strictly one after another (one quota interval at a time);
-    runs whose evidence exists (a resumed trial) are not run again. With a percent ceiling
-    (``budget_window_percent``), before each AB/BA pair's first run the account's windows
-    are read and the pair runs only while the ceiling holds (core/budget_window.py, the
-    eval's rule: the trial's runs are its episodes); a stop leaves the rest unrun."""
+    runs whose evidence exists (a resumed trial) are not run again. With a ceiling
+    (``budget_tokens``, ``budget_window_percent``), before each AB/BA pair's first run
+    the pair runs only while every ceiling holds (the eval's rules: core/budget.py over
+    the recorded runs' billed tokens, core/budget_window.py over a fresh reading of the
+    account's windows; the trial's runs are its episodes); a stop leaves the rest unrun.
+    On an account the runs go through its environment (flows/canary/account.py), opened
+    here, once approved, and closed at the end."""
     run_dir.ensure()
+    env = trial_environment(params, profile, run_dir)
+    try:
+        return _run_planned(params, trial_id, schedule, suite, profile, run_dir, env)
+    finally:
+        if env is not None:
+            env.close()
+
+
+def _run_planned(
+    params: CanaryTrialParams,
+    trial_id: str,
+    schedule: Schedule,
+    suite: LoadedSuite,
+    profile: RunnerProfile,
+    run_dir: RunDir,
+    env: RunEnvironment | None,
+) -> TrialRuns:
     account_dir = trial_account(params, profile, trial_id)
-    backend = make_backend(params.backend, run_id=trial_id)
+    if env is not None:
+        backend, profile = env.backend, env.profile
+    else:
+        backend = make_backend(params.backend, run_id=trial_id)
     evidence: list[RunEvidence] = []
     progress = TrialProgress(trial_id, len(schedule.entries))
     ceiling = _window_ceiling(params, profile, account_dir, run_dir)
@@ -307,20 +335,15 @@ def run_trial(
     for planned in schedule.entries:
         done = load_evidence(run_dir, planned.episode_id)
         earlier = done is not None
-        if done is None and ceiling is not None and planned.pair_id not in decided_pairs:
+        if done is None and planned.pair_id not in decided_pairs:
             decided_pairs.add(planned.pair_id)
-            todo = [
-                e
-                for e in schedule.entries
-                if e.pair_id == planned.pair_id and load_evidence(run_dir, e.episode_id) is None
-            ]
-            admission, words = ceiling.decide(list(run_dir.completed().values()), len(todo), 0)
-            if admission != "start":
+            stop = _pair_stop(params, ceiling, schedule, planned.pair_id, run_dir)
+            if stop is not None:
                 get_run_logger().warning(
-                    "trial %s: budget ceiling reached, no further pair runs (%s)", trial_id, words
+                    "trial %s: budget ceiling reached, no further pair runs (%s)", trial_id, stop
                 )
                 _close_trial(run_dir, schedule)
-                return TrialRuns(evidence, stopped=words)
+                return TrialRuns(evidence, stopped=stop)
         if done is None:
             progress.started(planned)
             done = run_canary_episode(
@@ -336,6 +359,37 @@ def run_trial(
         progress.finished(planned, earlier=earlier)
     _close_trial(run_dir, schedule)
     return TrialRuns(evidence)
+
+
+def _pair_stop(
+    params: CanaryTrialParams,
+    ceiling: WindowCeiling | None,
+    schedule: Schedule,
+    pair_id: str,
+    run_dir: RunDir,
+) -> str | None:
+    """Why the pair may not start (the ceilings' words), or None: it may."""
+    if params.budget_tokens is None and ceiling is None:
+        return None
+    todo = [
+        e
+        for e in schedule.entries
+        if e.pair_id == pair_id and load_evidence(run_dir, e.episode_id) is None
+    ]
+    records = list(run_dir.completed().values())
+    if params.budget_tokens is not None:
+        decision = decide_next_unit(
+            [r.total_tokens for r in records],
+            ceiling_tokens=params.budget_tokens,
+            next_episodes=len(todo),
+        )
+        if decision.admission == "stop":
+            return decision.text()
+    if ceiling is not None:
+        admission, words = ceiling.decide(records, len(todo), 0)
+        if admission != "start":
+            return words
+    return None
 
 
 def _close_trial(run_dir: RunDir, schedule: Schedule) -> None:

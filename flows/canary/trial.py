@@ -7,7 +7,11 @@
    timeout ends the trial with zero episodes in a Cancelled state that says why
    (flows/canary/approval.py).
 3. Run the cold and warm strata, AB/BA per repetition, one run per scheduled
-   whole-second quota interval (flows/canary/running.py).
+   whole-second quota interval, each AB/BA pair only while the approved ceilings hold
+   (flows/canary/running.py). A real CLI runs on a registered account: baseline arm
+   against the intervention's treated arm (flows/canary/account.py); a credential the
+   provider rejects stops the trial at its first run, ``credential-rejected``, nothing
+   recorded or published.
 4. Write loom's version-1 comparison artifact and judge it with the engine of
    ``pairlab compare`` (flows/canary/judging.py).
 5. Write report.md and publish the run with its approval record
@@ -23,6 +27,7 @@ from typing import Any
 
 from prefect import State, flow, get_run_logger
 
+from flows.canary.account import account_profile
 from flows.canary.approval import decide, decision_heading, end_not_run, not_run
 from flows.canary.judging import judge_trial, verdict_summary
 from flows.canary.manifest import (
@@ -36,10 +41,13 @@ from flows.canary.manifest import (
 )
 from flows.canary.publishing import publish_trial
 from flows.canary.running import run_trial, trial_windows
+from flows.evidence.budget_ceilings import check_account_budget, has_ceiling
 from flows.params import CanaryTrialParams
-from flows.run_ui import name_flow_run
+from flows.run_ui import name_flow_run, show_refusal
 from pairlab.adapters.episode.io import load_eval_inputs
 from pairlab.adapters.run.directory import RunDir
+from pairlab.core.accounts import refuse_credential_parameters
+from pairlab.core.errors import PairlabError
 from pairlab.core.schedule import plan_canary
 
 
@@ -58,11 +66,36 @@ def stable_trial_id() -> str:
 @flow(name="canary-trial", validate_parameters=True, log_prints=False)
 def canary_trial(params: CanaryTrialParams) -> dict[str, Any] | State[Any]:
     """Freeze a paired canary, wait for explicit approval, run it interleaved and judge it."""
-    logger = get_run_logger()
     trial_id = params.run_id or stable_trial_id()
     name_flow_run(trial_id)
-    suite, profile = load_eval_inputs(params.suite, params.profile)
-    profile = canary_profile(profile)
+    try:
+        return _trial(params, trial_id)
+    except PairlabError as exc:  # refused, or a rejected credential: said on screen too
+        show_refusal(trial_id, exc)
+        raise
+
+
+def _trial(params: CanaryTrialParams, trial_id: str) -> dict[str, Any] | State[Any]:
+    logger = get_run_logger()
+    # a credential pasted into a parameter (the form) is refused before anything runs
+    refuse_credential_parameters(params.model_dump(mode="json"))
+    check_account_budget(params)
+    if params.account is not None and not has_ceiling(params):
+        logger.warning(
+            "trial %s runs on account %r with NO BUDGET CEILING: nothing stops it before its "
+            "plan is done; give budget_tokens or budget_window_percent (docs/accounts.md)",
+            trial_id,
+            params.account,
+        )
+    # on an account: the intervention wired into the treated arm, as the eval wires it
+    suite, profile = load_eval_inputs(
+        params.suite,
+        params.profile,
+        params.intervention,
+        backend_name=params.backend if params.account is not None else None,
+    )
+    profile = canary_profile(profile, account=params.account, treated_arm=params.treated_arm)
+    profile = account_profile(params, profile)  # the account's record only, no credential
     schedule = plan_canary(
         params.task_filter, params.repetitions, params.seed, trial_id, params.strata
     )
@@ -129,7 +162,7 @@ def canary_trial(params: CanaryTrialParams) -> dict[str, Any] | State[Any]:
 
 
 def _budget_stop(trial_id: str, words: str, result: dict[str, Any]) -> State[Any]:
-    """A trial stopped at its percent ceiling: judged and published on the pairs that ran,
+    """A trial stopped at its token or percent ceiling: judged and published on the pairs that ran,
     ended Cancelled ``budget-exhausted`` (as an eval), resumable with a higher ceiling."""
     from prefect.states import Cancelled
 

@@ -3,9 +3,9 @@
 * ``budget_window_percent`` on an account without a subscription window (an API key) is
   refused, ``no-subscription-window`` (exit 2): there is nothing to read it against.
 * A run on an account with subscription windows (a subscription question) runs its pairs
-  one at a time: ``concurrency`` above 1 is refused (``invalid-input``): overlapping
-  episodes on one account make every window reading the sum of both, and the percent
-  ceiling's estimate with them.
+  one at a time (a canary trial always does): ``concurrency`` above 1 is refused
+  (``invalid-input``): overlapping episodes on one account make every window reading the
+  sum of both, and the percent ceiling's estimate with them.
 * :func:`budget_gate` builds the run's gate (flows/evidence/budget_gate.py) from the
   ceilings it has, or None; the percent ceiling reads the windows through the run
   profile's quota probe (a registered account: its provider's usage endpoint), and takes
@@ -18,7 +18,7 @@ from pathlib import Path
 
 from flows.evidence.budget_gate import BudgetGate, WindowCeiling
 from flows.evidence.progress import PairProgress
-from flows.params import EvidenceEvalParams
+from flows.params import CanaryTrialParams, EvidenceEvalParams
 from pairlab.adapters.quota.account import snapshot_quota
 from pairlab.adapters.run.directory import RunDir
 from pairlab.core.accounts import has_subscription_window
@@ -26,14 +26,16 @@ from pairlab.core.errors import InvalidInputError, ReasonCode
 from pairlab.core.schemas.profile import RunnerProfile
 
 
-def has_ceiling(params: EvidenceEvalParams) -> bool:
+def has_ceiling(params: EvidenceEvalParams | CanaryTrialParams) -> bool:
     return params.budget_tokens is not None or params.budget_window_percent is not None
 
 
-def check_account_budget(params: EvidenceEvalParams) -> None:
-    """The module doc's refusals (the account's record only: no credential is read)."""
+def check_account_budget(params: EvidenceEvalParams | CanaryTrialParams) -> None:
+    """The module doc's refusals (the account's record only: no credential is read); the
+    eval's and the canary trial's (whose runs are one at a time by construction)."""
     if params.account is None:
         return
+    concurrency = params.concurrency if isinstance(params, EvidenceEvalParams) else 1
     from pairlab.adapters.accounts.selection import open_account_store
 
     account = open_account_store().record(params.account)
@@ -45,10 +47,10 @@ def check_account_budget(params: EvidenceEvalParams) -> None:
             "ceiling instead (--budget-tokens, budget_tokens)",
             reason=ReasonCode.NO_SUBSCRIPTION_WINDOW,
         )
-    if windowed and params.concurrency != 1:
+    if windowed and concurrency != 1:
         raise InvalidInputError(
             f"account {account.name!r} is a subscription ({account.kind}): its pairs run one "
-            f"at a time (concurrency 1, not {params.concurrency}), or every window reading "
+            f"at a time (concurrency 1, not {concurrency}), or every window reading "
             "would hold overlapping episodes",
             reason=ReasonCode.INVALID_INPUT,
         )

@@ -204,9 +204,24 @@ def test_local_episodes_as_root_get_the_root_env(tmp_path: Path) -> None:
         backend.cleanup(prepared)
 
 
-def test_canary_trials_refuse_an_emulator_profile() -> None:
+def test_canary_trials_refuse_an_emulator_profile_without_an_account() -> None:
     from flows.canary.manifest import canary_profile
 
-    with pytest.raises(InvalidInputError, match="canary trials compare simulator revisions"):
+    with pytest.raises(InvalidInputError, match="runs on a registered account") as refused:
         canary_profile(load_named_profile("claude"))
+    assert refused.value.reason == ReasonCode.INVALID_PROFILE
     assert canary_profile(load_named_profile("sim")).arm_args["candidate"]
+
+
+def test_a_real_cli_canary_on_an_account_runs_the_eval_arms() -> None:
+    """On an account the profile is the eval's (intervention wired); the candidate runs
+    the treated arm the intervention supports, else arm-not-supported."""
+    from flows.canary.manifest import canary_profile
+
+    wired = load_named_profile("claude")
+    kept = canary_profile(wired, account="own", treated_arm="optimizer")
+    assert kept.arm_args == wired.arm_args and kept.intervention == wired.intervention
+    narrowed = wired.model_copy(update={"arm_args": {"baseline": wired.arm_args["baseline"]}})
+    with pytest.raises(InvalidInputError, match="does not support the arm full") as refused:
+        canary_profile(narrowed, account="own", treated_arm="full")
+    assert refused.value.reason == ReasonCode.ARM_NOT_SUPPORTED

@@ -1,0 +1,215 @@
+"""A canary trial of the real Claude Code on a registered account, against the stand-in
+provider started as an external server, through a real Prefect server: the account is
+registered (a Prefect Secret block), the trial pauses with the account's window share in
+its approval, an approval through the Prefect API runs it, its percent ceiling stops it
+``budget-exhausted`` after the first AB/BA pair, a resume with a raised ceiling (approved
+again) completes it with every run once; a rejected credential stops a trial at its first
+run (``credential-rejected``, nothing published); the planted credential is in nothing
+the trials wrote, published, logged or showed."""
+
+from __future__ import annotations
+
+import json
+import secrets
+import subprocess
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.canary_trial_support import (
+    api,
+    flow_run_of,
+    resume,
+    start_trial,
+    wait_for_input_schema,
+)
+from tests.real_cli_bins import claude_binary
+from tests.standin_support import files_holding, running_standin
+from tests.support import pairlab_argv
+
+pytestmark = [
+    pytest.mark.realcli,
+    pytest.mark.e2e,
+    pytest.mark.slow,
+    pytest.mark.prefect,
+    pytest.mark.timeout(1200),
+]
+
+# as tests/e2e/test_account_eval.py: one Claude Code episode of fix-median moves this
+# five-hour window by about 10 points, so the first pair plus the next one's estimate
+# crosses 25 %
+WINDOW_LIMIT = 400_000.0
+CEILING_PERCENT = 25
+GO = {"approve": True, "approver": "ops-alice", "note": "", "budget_acknowledged": True}
+
+
+def _add_account(env: dict[str, str], name: str, variable: str, base: str) -> None:
+    added = subprocess.run(
+        pairlab_argv(
+            "account", "add", name, "--client", "claude", "--from-env", variable,
+            "--provider-url", base,
+        ),
+        env=env, capture_output=True, text=True, timeout=120, check=False,
+    )  # fmt: skip
+    assert added.returncode == 0, added.stderr
+
+
+@dataclass
+class Decided:
+    """An approved trial's final state, result and process output (read before the next
+    attempt at the same trial id writes its log)."""
+
+    state: tuple[str, str | None]
+    result: Any
+    log: str
+    form: str
+
+
+def _paused_run(server: Any, trial: Any, timeout_s: float = 240) -> dict[str, Any]:
+    """The trial's paused flow run (a resumed trial id has earlier, ended runs too)."""
+    deadline = time.monotonic() + timeout_s
+    body = {"flow_runs": {"state": {"name": {"any_": ["Paused"]}}}, "limit": 50}
+    while time.monotonic() < deadline:
+        for run in api(server, "POST", "/flow_runs/filter", body):
+            if (run.get("parameters") or {}).get("params", {}).get("run_id") == trial.trial_id:
+                return dict(run)
+        assert trial.process.poll() is None, trial.log.read_text(errors="replace")[-4000:]
+        time.sleep(0.5)
+    raise AssertionError(f"flow run {trial.trial_id} never paused")
+
+
+def _approved(server: Any, tmp: Path, trial_id: str, **params: Any) -> Decided:
+    """Start the trial, approve it once paused through the Prefect API, wait for its end."""
+    trial = start_trial(server, tmp, trial_id, **params)
+    try:
+        run = _paused_run(server, trial)
+        wait_for_input_schema(server, run["id"])
+        details = api(server, "GET", f"/flow_runs/{run['id']}")["state"]["state_details"]
+        key = details["run_input_keyset"]["description"]
+        form = json.dumps(api(server, "GET", f"/flow_runs/{run['id']}/input/{key}"))
+        assert resume(server, run["id"], GO)["status"] == "ACCEPT"
+        trial.process.wait(timeout=900)
+        log = trial.log.read_text(errors="replace")
+        line = next(ln for ln in log.splitlines() if ln.startswith("CANARY-RESULT "))
+        result = json.loads(line.removeprefix("CANARY-RESULT "))  # a failed run's: its error
+        return Decided(trial.final_state(), result, log, form)
+    finally:
+        trial.stop()
+
+
+def _prefect_text(server: Any, trial_ids: list[str]) -> str:
+    """What the server shows of the trials: their parameters, states, logs and artifacts."""
+    parts = []
+    for trial_id in trial_ids:
+        run = flow_run_of(server, trial_id)
+        assert run is not None
+        flt = {"flow_run_id": {"any_": [run["id"]]}}
+        parts.append(json.dumps(run))
+        parts.append(json.dumps(api(server, "POST", "/logs/filter", {"logs": flt, "limit": 200})))
+        parts.append(json.dumps(api(server, "POST", "/artifacts/filter", {"artifacts": flt})))
+    return "\n".join(parts)
+
+
+def test_canary_on_an_account_approved_stopped_resumed_and_rejected(
+    prefect_server: Any, tmp_path: Path
+) -> None:
+    claude_binary()
+    planted = f"sk-ant-oat01-PLANTED{secrets.token_hex(12)}"
+    wrong = f"sk-ant-oat01-WRONG{secrets.token_hex(12)}"
+    env = {**prefect_server.env, "PLANTED_CREDENTIAL": planted, "WRONG_CREDENTIAL": wrong}
+    trial_id, rejected_id = "canary-acct", "canary-acct-401"
+    base_params = {
+        "profile": "claude", "task_filter": ["fix-median"], "strata": ["cold"],
+        "repetitions": 2, "treated_arm": "optimizer", "quota_interval_s": 1,
+        "estimated_window_percent_per_episode": 10,
+    }  # fmt: skip
+
+    with running_standin(tmp_path / "standin", "env:PLANTED_CREDENTIAL", env=env) as standin:
+        base = standin.register("fix-median", five_hour_limit=WINDOW_LIMIT)
+        _add_account(env, "own", "PLANTED_CREDENTIAL", base)
+        _add_account(env, "bad", "WRONG_CREDENTIAL", base)
+        run_dir = tmp_path / "work" / "runs" / trial_id
+
+        # 1. approved, stopped at the percent ceiling after the first pair
+        stopped = _approved(
+            prefect_server, tmp_path, trial_id, account="own",
+            budget_window_percent=CEILING_PERCENT, **base_params,
+        )  # fmt: skip
+        first = {p.parent.name: p.read_bytes() for p in run_dir.glob("episodes/*/record.json")}
+        # 2. resumed with a raised ceiling, approved again: the rest
+        done = _approved(
+            prefect_server, tmp_path, trial_id, account="own", budget_window_percent=100,
+            **base_params,
+        )  # fmt: skip
+        # 3. a credential the provider rejects
+        refused = _approved(
+            prefect_server, tmp_path, rejected_id, account="bad",
+            **{**base_params, "repetitions": 1},
+        )  # fmt: skip
+        ledger = standin.ledgers / f"{base.rsplit('/', 1)[1]}.jsonl"
+        rows = [json.loads(line) for line in ledger.read_text().splitlines() if line.strip()]
+        rejections = (standin.ledgers / "unrouted.jsonl").read_text().splitlines()
+        unrouted = [json.loads(line) for line in rejections if line.strip()]
+
+    # the approval form showed the account's window read before the pause, and its share
+    form = stopped.form
+    assert "five-hour window" in form and "read now: 0% used" in form, form
+    assert "of what remains" in form and f"Ceiling: {CEILING_PERCENT}%" in form
+    seen = json.loads((run_dir / "trials" / "windows-before-approval.json").read_text())
+    assert {o["source"] for o in seen} == {"claude-oauth-usage"}
+
+    assert stopped.state == (
+        "CANCELLED",
+        f"budget-exhausted: resume with Run Id {trial_id} and a higher ceiling",
+    )
+    halt = stopped.result
+    assert halt["outcome"] == "budget-exhausted" and halt["episodes"] == 2
+    assert "five-hour window: used" in halt["budget_stop"]
+    assert len(first) == 2
+
+    result = done.result
+    assert done.state[0] == "COMPLETED", done.log[-3000:]
+    assert result["outcome"] == "completed" and result["episodes"] == 4
+    records = {p.parent.name: p.read_bytes() for p in run_dir.glob("episodes/*/record.json")}
+    assert len(records) == 4 and {k: records[k] for k in first} == first  # each once
+    parsed = [json.loads(r) for r in records.values()]
+    assert {r["client"] for r in parsed} == {"claude"}
+    assert sorted(r["arm"] for r in parsed) == ["baseline", "baseline", "candidate", "candidate"]
+    requests = [r for r in rows if r.get("kind") == "request"]
+    accepted = [r for r in requests if r["status"] == 200]
+    assert len(accepted) >= 4  # the approved trial's calls went to the account's provider
+    # the candidate ran the intervention's optimizer arm: the treated episodes' requests
+    # offered its tools, the baseline's offered none
+    manifest = json.loads((run_dir / "trials" / "manifest.json").read_text())
+    assert manifest["intervention_id"] == "reference"
+    assert manifest["candidate"]["revision"].endswith(":optimizer-arm")
+    assert manifest["environment"]["account"] == "own"
+    artifact = json.loads((run_dir / "trials" / "artifact.json").read_text())
+    assert len(artifact["pairs"]) == 2
+    published = tmp_path / "store" / "runs" / trial_id
+    assert (published / "trials" / "verdict.json").is_file()
+    assert (published / "trials" / "approval.json").is_file()
+
+    # the 401 path: the first run says credential-rejected, the trial stops, nothing published
+    state, message = refused.state
+    assert state == "FAILED" and "rejected the credential" in (message or ""), message
+    assert "credential-rejected" in refused.log
+    rejected_dir = tmp_path / "work" / "runs" / rejected_id
+    assert not list(rejected_dir.glob("episodes/*/record.json"))
+    assert not list(rejected_dir.glob("trials/evidence/*.json"))
+    assert not (tmp_path / "store" / "runs" / rejected_id).exists()
+    refusals = [r for r in unrouted if r.get("kind") == "unauthenticated"]  # the stand-in's 401s
+    assert any(r["path"].endswith("/v1/messages") and r["status"] == 401 for r in refusals)
+
+    # the planted credential: in nothing written, published, printed or shown by the server
+    shown = _prefect_text(prefect_server, [trial_id, rejected_id])
+    for secret in (planted, wrong):
+        for where in (tmp_path / "store", tmp_path / "work"):
+            assert files_holding(where, secret) == []
+            assert files_holding(where, secret.removeprefix("sk-ant-oat01-")) == []
+        for trial in (stopped, done, refused):
+            assert secret not in trial.log
+        assert secret.removeprefix("sk-ant-oat01-") not in shown
