@@ -13,13 +13,13 @@ import subprocess
 import sys
 import time
 import urllib.error
-import urllib.request
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from tests.prefect_server import PrefectServer
 from tests.support import REPO_ROOT
+from tests.ui_support import api  # one Prefect API helper (it retries the server's 503)
 
 RUNNER = (
     "import json, sys\n"
@@ -89,18 +89,6 @@ def start_trial(server: PrefectServer, tmp: Path, trial_id: str, **params: Any) 
             text=True,
         )
     return TrialProcess(proc, trial_id, work_dir, log)
-
-
-def api(server: PrefectServer, method: str, path: str, body: Any = None) -> Any:
-    data = None if body is None else json.dumps(body).encode("utf-8")
-    req = urllib.request.Request(
-        f"{server.api_url}{path}",
-        data=data,
-        method=method,
-        headers={"Content-Type": "application/json"},
-    )
-    with urllib.request.urlopen(req, timeout=30) as resp:
-        return json.loads(resp.read() or b"null")
 
 
 def flow_run_of(server: PrefectServer, trial_id: str) -> dict[str, Any] | None:

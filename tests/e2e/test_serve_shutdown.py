@@ -27,7 +27,9 @@ from tests.prefect_server import stop_process_group
 from tests.ui_support import api, start_serve, wait_for_deployment, wait_for_run
 
 TRIAL_ID = "serve-canary"
-STOP_WITHIN_S = 10
+# a hang detector, not a speed target: serve stops in ~2-7 s; under CI load (load 20) the
+# second stop once took over 10 s
+STOP_WITHIN_S = 30
 
 pytestmark = [pytest.mark.prefect, pytest.mark.e2e, pytest.mark.timeout(1500)]
 
