@@ -104,10 +104,12 @@ def wait_for_state(
 ) -> dict[str, Any]:
     deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline:
-        run = flow_run_of(server, trial.trial_id)
-        if run is not None and run.get("state_name") == state:
-            # the flow asks for input only after the keyset is saved: wait for it too
-            return run
+        # a resumed trial id has earlier, ended runs too: any of its runs in ``state``
+        runs = api(server, "POST", "/flow_runs/filter", {"limit": 200})
+        for run in runs:
+            ours = (run.get("parameters") or {}).get("params", {}).get("run_id") == trial.trial_id
+            if ours and run.get("state_name") == state:
+                return dict(run)
         if trial.process.poll() is not None:
             raise AssertionError(
                 f"flow process ended early: {trial.log.read_text(errors='replace')[-4000:]}"

@@ -137,6 +137,33 @@ def _budget(params: CanaryTrialParams, profile: RunnerProfile, episodes: int) ->
     )
 
 
+def compared(params: CanaryTrialParams, profile: RunnerProfile) -> tuple[str, str, str]:
+    """What the trial compares: its intervention id and the two arms' revisions. A real CLI
+    on an account: the intervention's treated arm against the stripped baseline arm."""
+    stamp = profile.intervention if params.account is not None else None
+    if stamp is None:
+        return params.intervention_id, params.baseline_revision, params.candidate_revision
+    return stamp.id, "baseline-arm:stripped", f"{stamp.id}@{stamp.version}:{params.treated_arm}-arm"
+
+
+def check_same_comparison(
+    manifest: TrialManifest, params: CanaryTrialParams, profile: RunnerProfile
+) -> None:
+    """A resumed real-CLI trial runs what its frozen manifest says, on the same account:
+    another intervention, treated arm or account is ``resume-changed`` (exit 2)."""
+    if params.account is None:
+        return
+    _, _, candidate = compared(params, profile)
+    frozen = (manifest.candidate.revision, manifest.environment.get("account"))
+    if frozen != (candidate, params.account):
+        raise InvalidInputError(
+            f"trial {manifest.trial_id} was frozen comparing {manifest.candidate.revision} on "
+            f"account {frozen[1]!r}; this request compares {candidate} on account "
+            f"{params.account!r}: resume it as frozen, or start a new trial",
+            reason=ReasonCode.RESUME_CHANGED,
+        )
+
+
 @plain_task("freeze-manifest")
 def freeze_manifest(
     params: CanaryTrialParams,
@@ -169,24 +196,21 @@ def freeze_manifest(
         "client_version": profile.version or "unknown",
     }
     sim = profile.quota.probe == "sim"
-    # a real CLI on an account: the intervention's treated arm against the stripped baseline
-    stamp = profile.intervention if params.account is not None else None
+    intervention_id, baseline_revision, candidate_revision = compared(params, profile)
     return TrialManifest(
         trial_id=trial_id,
         created_at=datetime.now(UTC),
-        intervention_id=params.intervention_id if stamp is None else stamp.id,
+        intervention_id=intervention_id,
         # loom's vocabulary: the intervention added to the baseline arm is the revision
         changed_dimensions=["implementation-revision"],
         baseline=ArmRevision(
             arm="baseline",
-            revision=params.baseline_revision if stamp is None else "baseline-arm:stripped",
+            revision=baseline_revision,
             sim_effects=arm_effects(params, "baseline") if sim else None,
         ),
         candidate=ArmRevision(
             arm="candidate",
-            revision=params.candidate_revision
-            if stamp is None
-            else f"{stamp.id}@{stamp.version}:{params.treated_arm}-arm",
+            revision=candidate_revision,
             sim_effects=arm_effects(params, "candidate") if sim else None,
         ),
         source_revision=source_revision(),
@@ -239,6 +263,7 @@ def frozen_manifest(
     existing = run_dir.path / TRIALS / "manifest.json"
     if existing.is_file():
         manifest = TrialManifest.model_validate_json(existing.read_bytes())
+        check_same_comparison(manifest, params, profile)
     else:
         manifest = freeze_manifest(params, trial_id, suite, profile, schedule)
         run_dir.write_json(f"{TRIALS}/manifest.json", manifest.model_dump(mode="json"))

@@ -26,7 +26,7 @@ from tests.canary_trial_support import (
     start_trial,
     wait_for_input_schema,
 )
-from tests.real_cli_bins import claude_binary
+from tests.real_cli_bins import claude_binary, codex_binary
 from tests.standin_support import files_holding, running_standin
 from tests.support import pairlab_argv
 
@@ -144,6 +144,13 @@ def test_canary_on_an_account_approved_stopped_resumed_and_rejected(
             prefect_server, tmp_path, trial_id, account="own", budget_window_percent=100,
             **base_params,
         )  # fmt: skip
+        # a resume asking for another treated arm than the frozen one is refused
+        changed = start_trial(
+            prefect_server, tmp_path, trial_id, account="own", budget_window_percent=100,
+            **{**base_params, "treated_arm": "full"},
+        )  # fmt: skip
+        changed.process.wait(timeout=300)
+        changed_log = changed.log.read_text(errors="replace")
         # 3. a credential the provider rejects
         refused = _approved(
             prefect_server, tmp_path, rejected_id, account="bad",
@@ -193,6 +200,9 @@ def test_canary_on_an_account_approved_stopped_resumed_and_rejected(
     assert (published / "trials" / "verdict.json").is_file()
     assert (published / "trials" / "approval.json").is_file()
 
+    assert changed.final_state()[0] == "FAILED" and "resume-changed" in changed_log
+    assert len(list(run_dir.glob("episodes/*/record.json"))) == 4
+
     # the 401 path: the first run says credential-rejected, the trial stops, nothing published
     state, message = refused.state
     assert state == "FAILED" and "rejected the credential" in (message or ""), message
@@ -210,6 +220,60 @@ def test_canary_on_an_account_approved_stopped_resumed_and_rejected(
         for where in (tmp_path / "store", tmp_path / "work"):
             assert files_holding(where, secret) == []
             assert files_holding(where, secret.removeprefix("sk-ant-oat01-")) == []
-        for trial in (stopped, done, refused):
-            assert secret not in trial.log
+        for log in (stopped.log, done.log, refused.log, changed_log):
+            assert secret not in log
         assert secret.removeprefix("sk-ant-oat01-") not in shown
+
+
+def test_codex_canary_on_an_api_key_stops_at_its_token_ceiling(
+    prefect_server: Any, tmp_path: Path
+) -> None:
+    """The real Codex on an API-key account (no subscription window: the approval says the
+    share cannot be read): a token ceiling of 1 lets the probe pair run alone and stops
+    the trial before the second, budget-exhausted; a resume with a ceiling above the whole
+    trial, approved again, completes it with each run once; the key is in nothing written,
+    published, printed or shown."""
+    codex_binary()
+    planted = f"sk-proj-PLANTED{secrets.token_hex(12)}"
+    env = {**prefect_server.env, "PLANTED_CREDENTIAL": planted}
+    trial_id = "canary-codex"
+    params = {
+        "profile": "codex", "task_filter": ["fix-median"], "strata": ["cold"],
+        "repetitions": 2, "treated_arm": "optimizer", "quota_interval_s": 1,
+        "account": "key",
+    }  # fmt: skip
+    with running_standin(tmp_path / "standin", "env:PLANTED_CREDENTIAL", env=env) as standin:
+        base = standin.register("fix-median")
+        added = subprocess.run(
+            pairlab_argv(
+                "account", "add", "key", "--client", "codex", "--from-env",
+                "PLANTED_CREDENTIAL", "--provider-url", f"{base}/v1",
+            ),
+            env=env, capture_output=True, text=True, timeout=120, check=False,
+        )  # fmt: skip
+        assert added.returncode == 0, added.stderr
+        stopped = _approved(prefect_server, tmp_path, trial_id, budget_tokens=1, **params)
+        run_dir = tmp_path / "work" / "runs" / trial_id
+        first = {p.parent.name: p.read_bytes() for p in run_dir.glob("episodes/*/record.json")}
+        done = _approved(prefect_server, tmp_path, trial_id, budget_tokens=1_000_000_000, **params)
+        token = base.rsplit("/", 1)[1]
+        rows = (standin.ledgers / f"{token}.jsonl").read_text().splitlines()
+        requests = [r for r in map(json.loads, filter(None, rows)) if r.get("kind") == "request"]
+
+    assert stopped.state[0] == "CANCELLED", stopped.log[-3000:]
+    assert stopped.result["outcome"] == "budget-exhausted" and stopped.result["episodes"] == 2
+    assert "tokens" in stopped.result["budget_stop"]
+    assert len(first) == 2
+    assert done.state[0] == "COMPLETED", done.log[-3000:]
+    assert done.result["episodes"] == 4
+    records = {p.parent.name: p.read_bytes() for p in run_dir.glob("episodes/*/record.json")}
+    assert len(records) == 4 and {k: records[k] for k in first} == first
+    assert {json.loads(r)["client"] for r in records.values()} == {"codex"}
+    assert requests and all(r["status"] == 200 for r in requests)
+    assert not (standin.ledgers / "unrouted.jsonl").exists()
+    shown = _prefect_text(prefect_server, [trial_id])
+    for where in (tmp_path / "store", tmp_path / "work"):
+        assert files_holding(where, planted) == []
+        assert files_holding(where, planted.removeprefix("sk-proj-")) == []
+    for text in (stopped.log, done.log, added.stdout + added.stderr, shown):
+        assert planted.removeprefix("sk-proj-") not in text
