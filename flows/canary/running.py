@@ -304,7 +304,9 @@ def run_trial(
     the recorded runs' billed tokens, core/budget_window.py over a fresh reading of the
     account's windows; the trial's runs are its episodes); a stop leaves the rest unrun.
     On an account the runs go through its environment (flows/canary/account.py), opened
-    here, once approved, and closed at the end."""
+    here, once approved, and closed at the end; ``profile`` is then the one before the
+    account is wired (the environment wires it, on Docker with the provider's URL as the
+    run network reaches it)."""
     run_dir.ensure()
     env = trial_environment(params, profile, run_dir)
     try:

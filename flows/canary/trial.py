@@ -95,6 +95,9 @@ def _trial(params: CanaryTrialParams, trial_id: str) -> dict[str, Any] | State[A
         backend_name=params.backend if params.account is not None else None,
     )
     profile = canary_profile(profile, account=params.account, treated_arm=params.treated_arm)
+    # the runs wire the account themselves when approved (on Docker with the provider as
+    # the run network reaches it, not the host's URL), so they get the profile before it
+    run_profile = profile
     profile = account_profile(params, profile)  # the account's record only, no credential
     schedule = plan_canary(
         params.task_filter, params.repetitions, params.seed, trial_id, params.strata
@@ -125,7 +128,7 @@ def _trial(params: CanaryTrialParams, trial_id: str) -> dict[str, Any] | State[A
     logger.info("trial %s %s", trial_id, approval_line(approval))
     manifest = manifest.model_copy(update={"approval": approval})
 
-    runs = run_trial(params, trial_id, schedule, suite, profile, run_dir)
+    runs = run_trial(params, trial_id, schedule, suite, run_profile, run_dir)
     evidence = runs.evidence
     if runs.stopped is not None and not evidence:  # stopped before its first run
         return _budget_stop(trial_id, runs.stopped, {"trial_id": trial_id, "episodes": 0})

@@ -225,14 +225,16 @@ def test_canary_on_an_account_approved_stopped_resumed_and_rejected(
         assert secret.removeprefix("sk-ant-oat01-") not in shown
 
 
+@pytest.mark.parametrize("backend", ["local", "docker"])
 def test_codex_canary_on_an_api_key_stops_at_its_token_ceiling(
-    prefect_server: Any, tmp_path: Path
+    prefect_server: Any, tmp_path: Path, backend: str
 ) -> None:
     """The real Codex on an API-key account (no subscription window: the approval says the
     share cannot be read): a token ceiling of 1 lets the probe pair run alone and stops
     the trial before the second, budget-exhausted; a resume with a ceiling above the whole
     trial, approved again, completes it with each run once; the key is in nothing written,
-    published, printed or shown."""
+    published, printed or shown. On both backends (Docker: the key reaches the episode
+    container through its secret mount, the stand-in through the run network's relay)."""
     codex_binary()
     planted = f"sk-proj-PLANTED{secrets.token_hex(12)}"
     env = {**prefect_server.env, "PLANTED_CREDENTIAL": planted}
@@ -240,7 +242,7 @@ def test_codex_canary_on_an_api_key_stops_at_its_token_ceiling(
     params = {
         "profile": "codex", "task_filter": ["fix-median"], "strata": ["cold"],
         "repetitions": 2, "treated_arm": "optimizer", "quota_interval_s": 1,
-        "account": "key",
+        "account": "key", "backend": backend,
     }  # fmt: skip
     with running_standin(tmp_path / "standin", "env:PLANTED_CREDENTIAL", env=env) as standin:
         base = standin.register("fix-median")
