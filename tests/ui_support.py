@@ -137,6 +137,43 @@ def wait_for_created_run(
         time.sleep(0.5)
 
 
+def submit_and_wait_for_run(
+    page: Any,
+    server: PrefectServer,
+    deployment_id: str,
+    timeout_s: float,
+    known: Collection[str] = (),
+    *,
+    tries: int = 3,
+) -> str:
+    """Click the form's Submit and return the flow run it created (:func:`wait_for_created_run`).
+
+    Under CI load the server's SQLite can be locked when the UI posts the run: the server
+    answers 503 (nothing written) and the page shows "Oops. Something went wrong." with no
+    run created (cold CI run 8: both browser tests, on one server, at the same moment). An
+    operator closes that notice and submits again; so does this, at most ``tries`` times in
+    all, and only while no run exists: a run the server did create is never duplicated."""
+    oops = page.get_by_text("Something went wrong").first
+    for attempt in range(tries):
+        page.get_by_role("button", name="Submit").click()
+        deadline = time.monotonic() + timeout_s
+        while time.monotonic() < deadline:
+            runs = [r for r in runs_of(server, deployment_id) if r["id"] not in set(known)]
+            if runs:
+                assert len(runs) == 1, runs
+                return str(runs[0]["id"])
+            if attempt < tries - 1 and oops.is_visible():
+                break  # the UI gave up on this post: submit again
+            time.sleep(0.5)
+        else:
+            raise AssertionError(f"the UI created no flow run in {timeout_s:.0f} s")
+        for close in page.get_by_role("button", name="Close").all():
+            if close.is_visible():
+                close.click()
+        time.sleep(2**attempt)
+    raise AssertionError(f"the UI created no flow run in {tries} submits")
+
+
 def wait_for_run(
     server: PrefectServer, flow_run_id: str, until: tuple[str, ...], timeout_s: float
 ) -> dict[str, Any]:

@@ -33,6 +33,7 @@ from tests.ui_support import (
     runs_of,
     screenshot,
     serving,
+    submit_and_wait_for_run,
     wait_for_deployment,
     wait_for_run,
 )
@@ -52,17 +53,6 @@ def _open_form(page: Any, url: str, deployment_id: str) -> None:
     page.goto(f"{url}/deployments/deployment/{deployment_id}/run", wait_until="commit")
     suite = form_field(page, "Suite").locator("button.p-select-button__control").first
     expect(suite).to_have_text("core")  # hydrated with the deployment's parameters
-
-
-def _new_run(server: Any, deployment_id: str, known: set[str], timeout_s: float) -> str:
-    deadline = time.monotonic() + timeout_s
-    while True:
-        fresh = [r["id"] for r in runs_of(server, deployment_id) if r["id"] not in known]
-        if fresh:
-            assert len(fresh) == 1, fresh
-            return str(fresh[0])
-        assert time.monotonic() < deadline, f"the UI created no flow run in {timeout_s:.0f} s"
-        time.sleep(0.5)
 
 
 def _no_new_run(server: Any, deployment_id: str, known: set[str]) -> None:
@@ -168,8 +158,7 @@ def test_the_form_cannot_hurt_the_operator(prefect_server: Any, tmp_path: Path) 
                 run_id_box = form_field(page, "Run Id").locator("textarea, input").first
                 run_id_box.fill(RUN_ID)
                 expect(run_id_box).to_have_value(RUN_ID)
-                submit.click()
-                resumed = _new_run(prefect_server, dep_id, known, RUN_CREATED_S)
+                resumed = submit_and_wait_for_run(page, prefect_server, dep_id, RUN_CREATED_S, known)
                 known.add(resumed)
                 wait_for_run(prefect_server, resumed, ("COMPLETED",), RUN_DONE_S)
                 page.goto(f"{prefect_server.url}/flow-runs/flow-run/{resumed}", wait_until="commit")
@@ -186,9 +175,10 @@ def test_the_form_cannot_hurt_the_operator(prefect_server: Any, tmp_path: Path) 
                 foreign_box = form_field(page, "Run Id").locator("textarea, input").first
                 foreign_box.fill("ui-foreign")
                 expect(foreign_box).to_have_value("ui-foreign")
-                submit.click()
                 try:
-                    foreign = _new_run(prefect_server, dep_id, known, RUN_CREATED_S)
+                    foreign = submit_and_wait_for_run(
+                        page, prefect_server, dep_id, RUN_CREATED_S, known
+                    )
                 except AssertionError:
                     screenshot(page, shots, "ui-form-foreign-no-run", tall=True)
                     raise AssertionError(page.locator("body").inner_text()[-3000:]) from None

@@ -35,7 +35,7 @@ from tests.ui_support import (
     runs_of,
     screenshot,
     serving,
-    wait_for_created_run,
+    submit_and_wait_for_run,
     wait_for_deployment,
     wait_for_run,
 )
@@ -156,11 +156,10 @@ def test_trigger_eval_from_the_ui_and_follow_it(prefect_server: Any, tmp_path: P
                 submit = page.get_by_role("button", name="Submit")
                 expect(submit).to_be_enabled()
                 known = {r["id"] for r in runs_of(prefect_server, deployment["id"])}
-                submit.click()
                 # what the click must do: a flow run on the server (not a page navigation)
                 try:
-                    flow_run_id = wait_for_created_run(
-                        prefect_server, deployment["id"], RUN_CREATED_S, known
+                    flow_run_id = submit_and_wait_for_run(
+                        page, prefect_server, deployment["id"], RUN_CREATED_S, known
                     )
                 except AssertionError:
                     screenshot(page, shots, "ui-eval-submit-no-run", tall=True)
