@@ -148,9 +148,10 @@ def submit_and_wait_for_run(
 ) -> str:
     """Click the form's Submit and return the flow run it created (:func:`wait_for_created_run`).
 
-    Under CI load the server's SQLite can be locked when the UI posts the run: the server
-    answers 503 (nothing written) and the page shows "Oops. Something went wrong." with no
-    run created (cold CI run 8: both browser tests, on one server, at the same moment). An
+    Under CI load the page once showed "Oops. Something went wrong." after Submit and no
+    run was created (cold CI run 8: both browser tests, on one server, at the same moment;
+    passing in ~30 s alone). The likely cause, not confirmed from that server's log: its
+    SQLite locked, which Prefect answers 503 with nothing written. An
     operator closes that notice and submits again; so does this, at most ``tries`` times in
     all, and only while no run exists: a run the server did create is never duplicated."""
     oops = page.get_by_text("Something went wrong").first
