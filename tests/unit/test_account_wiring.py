@@ -64,6 +64,18 @@ def test_a_chatgpt_login_is_a_file_in_codex_home_and_never_refreshed() -> None:
     assert host == {"LANG": "C"}  # the host's key never reaches the episode
 
 
+def test_a_profile_wired_for_an_account_is_not_wired_again() -> None:
+    """Wiring re-points the emulator's URL placeholder; a wired profile has none left, so a
+    second wiring (e.g. on Docker, with the provider as the run network reaches it) would
+    keep the first URL: it is refused instead (the canary's Docker runs once kept it)."""
+    account = _account(CredentialKind.SUBSCRIPTION_TOKEN, "http://127.0.0.1:8765/x")
+    wired = account_run_profile(load_named_profile("claude"), account)
+    assert any("127.0.0.1:8765" in v for v in wired.env.values())
+    with pytest.raises(InvalidInputError) as refused:
+        account_run_profile(wired, account, provider_url="http://provider:8765/x")
+    assert refused.value.reason == ReasonCode.INVALID_PROFILE
+
+
 def test_an_expired_chatgpt_login_is_refused_before_anything_runs() -> None:
     account = _account(CredentialKind.CHATGPT_AUTH_JSON)
     stamp = int(NOW.timestamp())

@@ -114,6 +114,14 @@ def account_run_profile(
             f"{profile.client!r} needs a {profile.client} account",
             reason=ReasonCode.INVALID_ACCOUNT,
         )
+    if profile.endpoint != "emulator":
+        # the wiring re-points the emulator's URL placeholder; a profile without one (e.g.
+        # one already wired for an account) would silently keep the URL it has
+        raise InvalidInputError(
+            f"profile {profile.client!r} does not run against the provider emulator "
+            "(endpoint: emulator), so an account cannot be wired into it (wired already?)",
+            reason=ReasonCode.INVALID_PROFILE,
+        )
     url = provider_url or account.effective_provider_url
     base = _provider_base(account, url)
     secrets: list[str] = []
