@@ -353,3 +353,41 @@ def test_a_held_usage_limit_refuses_every_request_from_its_own_on(
         )  # fmt: skip
         assert raw.headers["anthropic-ratelimit-unified-status"] == "rejected"
         assert raw.headers["retry-after"] == "1"
+
+
+def test_a_held_limit_set_and_lifted_on_a_registered_episode(tmp_path: Path) -> None:
+    """``PUT /admin/episodes/<t>/faults``: the stand-in holds a usage limit from the
+    episode's next model request and lifts it with ``[]``; each change is a ``faults``
+    ledger row (the instrument's ground truth) that the ledger reader reads past."""
+    service = EmulatorService(tmp_path, catalog_dir=CATALOG_DIR, clock=lambda: T0)
+    token = service.register(EpisodeRegistration(task_id="fix-median")).token
+    route = f"/admin/episodes/{token}/faults"
+
+    def put(body: object) -> Any:
+        return service.handle(Incoming("PUT", route, {}, json.dumps(body).encode()))
+
+    def ask() -> int:
+        return post(service, f"/e/{token}/v1/messages", claude_request("go"))[0]
+
+    assert ask() == 200
+    held = put({"faults": [{"kind": "usage-limit-429", "at_request": 1}]})
+    assert held.status == 200 and json.loads(held.body)["from_request"] == 1
+    assert [ask(), ask()] == [429, 429]
+    assert put({"faults": []}).status == 200
+    assert ask() == 200
+    assert put({"faults": [{"kind": "no-such-fault", "at_request": 0}]}).status == 400
+    assert put({"nothing": []}).status == 400
+    assert service.handle(Incoming("PUT", "/admin/episodes/nobody/faults", {}, b"{}")).status == 404
+    lines = [json.loads(line) for line in episode_lines(tmp_path / f"{token}.jsonl")]
+    assert [(r["kind"], r.get("from_request")) for r in lines if r["kind"] == "faults"] == [
+        ("faults", 1),
+        ("faults", 3),
+    ]
+    rows = read_ledger(tmp_path / f"{token}.jsonl")[1]
+    assert [(r.status, r.fault) for r in rows] == [
+        (200, None), (429, "usage-limit-429"), (429, "usage-limit-429"), (200, None),
+    ]  # fmt: skip
+
+
+def episode_lines(path: Path) -> list[str]:
+    return [line for line in path.read_text().splitlines() if line.strip()]

@@ -24,6 +24,7 @@ from pairlab.core.emulator.request_ledger import (
     EpisodeRegistration,
     EpisodeRow,
     Fault,
+    FaultsRow,
     RequestRow,
     ground_truth,
     read_ledger,
@@ -101,7 +102,9 @@ class LedgerWriter:
     def __init__(self) -> None:
         self._lock = threading.Lock()
 
-    def append(self, path: Path, row: EpisodeRow | RequestRow | dict[str, object]) -> None:
+    def append(
+        self, path: Path, row: EpisodeRow | RequestRow | FaultsRow | dict[str, object]
+    ) -> None:
         text = (
             json.dumps(row, default=str)
             if isinstance(row, dict)

@@ -15,6 +15,7 @@ episode: ``ANTHROPIC_BASE_URL=http://H:P/e/<token>``, Codex
 | GET | ``/e/<t>/backend-api/wham/usage``, ``/a/<account>/backend-api/wham/usage`` | Codex usage (quota) |
 | POST | ``/admin/episodes`` | register an episode (JSON :class:`EpisodeRegistration`, optional ``token``) |
 | GET | ``/admin/episodes/<t>`` | an episode's summary and ground truth |
+| PUT | ``/admin/episodes/<t>/faults`` | replace its planned faults (JSON ``{"faults": [Fault]}``; ``[]`` lifts a held limit), a ``faults`` ledger row |
 | GET | ``/admin/accounts/<a>/charges?after=N`` | the account's charge counter; episodes charged after N |
 | GET | ``/healthz`` | liveness |
 
@@ -62,7 +63,12 @@ from pairlab.adapters.emulator.unserved import not_found, provider_of
 from pairlab.core.accounting.tokenizer import load_token_counter
 from pairlab.core.emulator.quota_model import AccountPlan
 from pairlab.core.emulator.quota_surfaces import claude_oauth_usage, codex_usage
-from pairlab.core.emulator.request_ledger import EpisodeRegistration, EpisodeRow
+from pairlab.core.emulator.request_ledger import (
+    EpisodeRegistration,
+    EpisodeRow,
+    Fault,
+    FaultsRow,
+)
 from pairlab.core.errors import InvalidInputError, ReasonCode
 
 _COUNT_MEMO_MAX = 65_536
@@ -359,6 +365,8 @@ class EmulatorService:
             except InvalidInputError as exc:
                 return json_reply(400, exc.to_json())
             return json_reply(201, {"token": episode.token, "ledger": str(episode.ledger_path)})
+        if req.method == "PUT" and len(rest) == 2 and rest[1] == "faults":
+            return self._replace_faults(req, rest[0])
         if req.method == "GET" and len(rest) == 1:
             found = self.episode(rest[0])
             if found is None:
@@ -369,6 +377,30 @@ class EmulatorService:
             except InvalidInputError as exc:  # its ledger was damaged outside the emulator
                 return json_reply(500, exc.to_json())
         return json_reply(404, {"error": f"{req.method} {req.path}: no such admin route"})
+
+    def _replace_faults(self, req: Incoming, token: str) -> Reply:
+        """``PUT /admin/episodes/<t>/faults``: the faults planned for the episode's next
+        model requests (``at_request`` counts them all, as at registration; a held kind from
+        the count so far holds the provider's limit from the next request; ``[]`` lifts it).
+        A test's instrument for a provider limit that starts and lifts between a run's
+        attempts; its ground truth is the ``faults`` ledger row written here and the
+        request rows' ``fault``."""
+        found = self.episode(token)
+        if found is None:
+            return json_reply(404, {"error": f"unknown episode token '{token}'"})
+        try:
+            payload = json.loads(req.body or b"{}")
+            faults = [Fault.model_validate(f) for f in payload["faults"]]
+        except (ValueError, KeyError, TypeError) as exc:
+            text = f'the body must be {{"faults": [...]}} of faults: {exc}'
+            return json_reply(400, {"error": text, "reason_code": "invalid-input"})
+        with found.lock:
+            found.registration = found.registration.model_copy(update={"faults": faults})
+            row = FaultsRow(
+                token=token, at=self.clock(), from_request=found.model_requests, faults=faults
+            )
+        self._writer.append(found.ledger_path, row)
+        return json_reply(200, row.model_dump(mode="json"))
 
 
 __all__ = ["EmulatorService"]

@@ -39,7 +39,7 @@ from pairlab.core.schemas.base import StrictModel
 from pairlab.core.schemas.usage import UsageVector
 from pairlab.core.schemas.usage_recipe import EpisodeRecipe
 
-_Row = TypeVar("_Row", "EpisodeRow", "RequestRow")
+_Row = TypeVar("_Row")
 FaultKind = Literal[
     "rate-limit-429", "overloaded-529", "cut-stream", "rate-limit-held", "usage-limit-429"
 ]
@@ -203,10 +203,28 @@ def legacy_unrouted_row(token: str, line: dict[str, Any]) -> RequestRow:
     )
 
 
-def _request_row(token: str, line: str) -> RequestRow:
+class FaultsRow(StrictModel):
+    """The episode's planned faults replaced while it is registered (the stand-in's admin
+    ``PUT /admin/episodes/<t>/faults``): from model request ``from_request`` on, ``faults``
+    are the ones that apply (an empty list lifts a held limit). The instrument's ground
+    truth: which limit a test made the provider answer, and when it lifted."""
+
+    schema_version: Literal[1] = 1
+    kind: Literal["faults"] = "faults"
+    token: str
+    at: float
+    from_request: int  # the episode's model requests so far: the next one is the first
+    faults: list[Fault]
+
+
+def _request_row(token: str, line: str) -> RequestRow | None:
+    """One request row (a legacy unrouted line as one); None for a :class:`FaultsRow`."""
     data = json.loads(line)
     if isinstance(data, dict) and data.get("kind") == "unrouted":
         return legacy_unrouted_row(token, data)
+    if isinstance(data, dict) and data.get("kind") == "faults":
+        FaultsRow.model_validate(data)
+        return None
     return RequestRow.model_validate(data)
 
 
@@ -238,12 +256,12 @@ def read_ledger(path: Path) -> tuple[EpisodeRow, list[RequestRow]]:
     if not lines:
         raise InvalidInputError(f"{path}: empty emulator ledger", reason=ReasonCode.MALFORMED_INPUT)
     episode = _parsed(path, 1, lambda: EpisodeRow.model_validate_json(lines[0]))
-    requests = [
+    parsed = [
         _parsed(path, number, partial(_request_row, episode.token, line))
         for number, line in enumerate(lines[1:], start=2)
         if line
     ]
-    return episode, requests
+    return episode, [row for row in parsed if row is not None]
 
 
 __all__ = [
@@ -253,6 +271,7 @@ __all__ = [
     "EpisodeRow",
     "Fault",
     "FaultKind",
+    "FaultsRow",
     "RequestRow",
     "TurnInfo",
     "UnroutedRow",
