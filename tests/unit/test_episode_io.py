@@ -28,6 +28,24 @@ def test_a_symlink_the_agent_planted_is_never_read(tmp_path: Path) -> None:
     # the only ledger file is a link out of the episode: no ledger, not an empty one
     assert ingest_ledger(collected, tmp_path / "episode") is None
     assert not (tmp_path / "episode" / "ledger.db").exists()
+    # the links are gone from the copy (a published run holds regular files only), the
+    # files they pointed at untouched
+    assert not [p for p in dest.rglob("*") if p.is_symlink()]
+    assert outside.read_text() == '{"not": "the agent\'s"}\n'
+    assert (projects / "real.jsonl").is_file()
+
+
+def test_a_cli_helper_link_left_in_home_is_not_collected(tmp_path: Path) -> None:
+    """Codex's ``apply_patch`` link under ``~/.codex/tmp/arg0-*/`` (left when Codex ends a
+    turn on a usage limit) is dropped from the copy: the store refuses links."""
+    dest = tmp_path / "collected"
+    helper = dest / "home" / ".codex" / "tmp" / "arg0-linux" / "codex-arg0x"
+    helper.mkdir(parents=True)
+    (helper / "apply_patch").symlink_to("/usr/bin/true")
+    (dest / "home" / ".codex" / "config.toml").write_text("model = 'x'\n")
+    collected = list_collected(dest)
+    assert [f.path for f in collected.files] == ["home/.codex/config.toml"]
+    assert not (helper / "apply_patch").exists() and not (helper / "apply_patch").is_symlink()
 
 
 def test_published_location_reads_store_urls_as_the_store_does(tmp_path: Path) -> None:

@@ -1,7 +1,11 @@
 """Listing what an episode left behind: every collected regular file with its SHA-256.
 
-Symlinks are never followed (an agent could point one anywhere on the host);
-they are kept as links in the copy and left out of the listing.
+Symlinks are never followed (an agent could point one anywhere on the host) and are
+not kept: :func:`list_collected` removes them from the copy, so what an episode leaves
+behind is regular files only, as a published run must be (the store refuses links).
+A CLI's own helper links count too: Codex 0.163.0 links ``apply_patch`` under
+``~/.codex/tmp/arg0-*/``; seen left behind by an episode Codex ended on a provider's
+usage limit (exit 1; gone after a normal end), whose run then could not be published.
 """
 
 from __future__ import annotations
@@ -23,6 +27,10 @@ def sha256_file(path: Path) -> str:
 
 
 def list_collected(dest: Path) -> CollectedFiles:
+    """Every regular file under ``dest`` with its size and digest, after removing every
+    symlink from ``dest`` (never followed: the link alone goes)."""
+    for link in [p for p in dest.rglob("*") if p.is_symlink()]:
+        link.unlink()
     files = [
         CollectedFile(
             path=path.relative_to(dest).as_posix(),
