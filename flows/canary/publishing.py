@@ -26,10 +26,12 @@ def publish_trial(
     evidence: Sequence[RunEvidence],
     report: VerdictReport,
     stopped: str | None = None,
+    limited: str | None = None,
 ) -> dict[str, Any]:
     """Write report.md, publish the run; returns what was published and the overruns.
     ``stopped``: the percent ceiling's words when the trial stopped at it (judged on the
-    pairs that ran)."""
+    pairs that ran); ``limited``: the provider limit's words when one stopped it (the
+    limited run excluded, judged on the complete pairs, the verdict not the trial's)."""
     overruns = [e.episode_id for e in evidence if e.interval_overrun]
     stop = (
         ""
@@ -37,6 +39,14 @@ def publish_trial(
         else f"\nSTOPPED AT THE BUDGET CEILING (budget-exhausted): {stopped}; "
         f"{len(evidence)} of {len(manifest.planned)} runs done, judged on the complete pairs.\n"
     )
+    if limited is not None:
+        excluded = sum(1 for e in evidence if e.excluded_reason is not None)
+        stop += (
+            f"\nSTOPPED BY A PROVIDER LIMIT (provider-limit): {limited}. {excluded} run(s) "
+            f"excluded as provider-limit; {len(evidence)} of {len(manifest.planned)} runs "
+            "done, judged on the complete pairs only: this verdict is not the trial's. "
+            "Resume with the same Run Id once the limit lifts: the limited pair runs again.\n"
+        )
     run_dir.write_text(
         "report.md",
         manifest_markdown(manifest, heading=f"verdict {report.verdict}")

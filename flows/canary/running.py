@@ -18,6 +18,10 @@ same hook: state present before the run.
 
 Each run's evidence is written before its episode record, so a resumed trial
 skips the runs that finished and never runs one twice.
+
+A provider's rate limit or usage limit that ends a run stops the trial there: the run
+is recorded excluded (``provider-limit``), nothing more runs, and a resume runs its
+pair again whole (flows/canary/provider_limits.py).
 """
 
 from __future__ import annotations
@@ -32,7 +36,14 @@ from prefect import get_run_logger
 from prefect.artifacts import update_progress_artifact
 
 from flows.canary.account import run_arm, trial_environment
+from flows.canary.evidence_files import evidence_name, load_evidence
 from flows.canary.manifest import TRIALS, arm_effects
+from flows.canary.provider_limits import (
+    limit_message,
+    limit_words,
+    run_limit,
+    set_aside_limited,
+)
 from flows.evidence.budget_gate import WindowCeiling
 from flows.params import CanaryTrialParams
 from pairlab.adapters.accounts.rejection import stop_on_rejected_credential
@@ -45,6 +56,7 @@ from pairlab.adapters.run.directory import RunDir, safe_name
 from pairlab.adapters.run.trial_inputs import open_sim_account
 from pairlab.core.budget import decide_next_unit
 from pairlab.core.canary import CheckResult, RunEvidence
+from pairlab.core.provider_limit import PROVIDER_LIMIT, PROVIDER_LIMITED_DIR, ProviderLimit
 from pairlab.core.schedule import PlannedEpisode, Schedule
 from pairlab.core.schemas.catalog import LoadedSuite
 from pairlab.core.schemas.episode import GraderCheck
@@ -82,17 +94,6 @@ def _notify(
     return max((time.time() - outcome.started_at.timestamp()) * 1000.0, 0.0)
 
 
-def evidence_name(episode_id: str) -> str:
-    return f"{TRIALS}/evidence/{safe_name(episode_id)}.json"
-
-
-def load_evidence(run_dir: RunDir, episode_id: str) -> RunEvidence | None:
-    path = run_dir.path / evidence_name(episode_id)
-    if not path.is_file():
-        return None
-    return RunEvidence.model_validate_json(path.read_bytes())
-
-
 def run_canary_episode(
     planned: PlannedEpisode,
     *,
@@ -103,7 +104,8 @@ def run_canary_episode(
     run_dir: RunDir,
     account_dir: Path | None,
 ) -> RunEvidence:
-    """One run inside its scheduled quota interval; returns its evidence (persisted)."""
+    """One run inside its scheduled quota interval; returns its evidence (persisted). A
+    provider limit that ended it (the CLI's own words) excludes it, ``provider-limit``."""
     entry = suite.task(planned.task_id)
     stratum = planned.stratum or "cold"
     extra_env = {"PAIRLAB_STRATUM": stratum}
@@ -144,6 +146,7 @@ def run_canary_episode(
             notification_ms = _notify(run_dir, planned, outcome, collected.checks)
     if params.account is not None:  # a rejected credential stops the trial, nothing recorded
         stop_on_rejected_credential(profile.client, params.account, outcome.stdout)
+    limit = run_limit(profile.client, outcome.stdout, episode_dir)
     record = episode_record(
         planned,
         run_id=run_dir.run_id,
@@ -157,8 +160,11 @@ def run_canary_episode(
         collected=replace(collected, evidence=None),  # the canary records no finding evidence
         quota=bracket,
         include_transcript=False,
+        limited=limit is not None,
     )
-    evidence = _run_evidence(params, planned, stratum, outcome, collected, bracket, notification_ms)
+    evidence = _run_evidence(
+        params, planned, stratum, outcome, collected, bracket, notification_ms, limit
+    )
     # The evidence is written first: a record without evidence would be skipped on resume.
     run_dir.write_json(evidence_name(planned.episode_id), evidence.model_dump(mode="json"))
     record_episode(run_dir, record)
@@ -173,8 +179,10 @@ def _run_evidence(
     collected: CollectedEpisode,
     bracket: QuotaBracket,
     notification_ms: float | None,
+    limit: ProviderLimit | None = None,
 ) -> RunEvidence:
-    """The run's evidence for the trial's judge: outcome, checks, usage, quota interval."""
+    """The run's evidence for the trial's judge: outcome, checks, usage, quota interval;
+    excluded, and which limit, when a provider limit ended it."""
     usage = collected.usage
     return RunEvidence(
         episode_id=planned.episode_id,
@@ -196,6 +204,8 @@ def _run_evidence(
         quota_after=bracket.after,
         interval_scheduled_s=params.quota_interval_s,
         interval_overrun=bracket.overrun,
+        excluded_reason=PROVIDER_LIMIT if limit is not None else None,
+        limit_kind=limit.kind if limit is not None else None,
     )
 
 
@@ -271,10 +281,12 @@ class TrialProgress:
 @dataclass
 class TrialRuns:
     """What :func:`run_trial` ran: every run's evidence, and why it stopped early (None: it
-    did not; else the percent ceiling's words, budget-exhausted)."""
+    did not; else the ceiling's words, budget-exhausted), or the provider limit that
+    stopped it (``limited``: the limit's words; the limited run is the last evidence)."""
 
     evidence: list[RunEvidence]
     stopped: str | None = None
+    limited: str | None = None
 
 
 def _window_ceiling(
@@ -303,6 +315,8 @@ def run_trial(
     the pair runs only while every ceiling holds (the eval's rules: core/budget.py over
     the recorded runs' billed tokens, core/budget_window.py over a fresh reading of the
     account's windows; the trial's runs are its episodes); a stop leaves the rest unrun.
+    A run a provider limit ended stops the trial after it (flows/canary/provider_limits.py);
+    a resume first sets that pair aside, so it runs again whole.
     On an account the runs go through its environment (flows/canary/account.py), opened
     here, once approved, and closed at the end; ``profile`` is then the one before the
     account is wired (the environment wires it, on Docker with the provider's URL as the
@@ -330,6 +344,17 @@ def _run_planned(
         backend, profile = env.backend, env.profile
     else:
         backend = make_backend(params.backend, run_id=trial_id)
+    replanned = set_aside_limited(run_dir, schedule.entries)
+    if replanned:
+        get_run_logger().info(
+            "trial %s: %d pair(s) a provider limit ended run again: %s (the earlier attempts "
+            "are kept in %s/ and %s/)",
+            trial_id,
+            len(replanned),
+            ", ".join(sorted(replanned)),
+            f"{TRIALS}/{PROVIDER_LIMITED_DIR}",
+            PROVIDER_LIMITED_DIR,
+        )
     evidence: list[RunEvidence] = []
     progress = TrialProgress(trial_id, len(schedule.entries))
     ceiling = _window_ceiling(params, profile, account_dir, run_dir)
@@ -359,6 +384,16 @@ def _run_planned(
             )
         evidence.append(done)
         progress.finished(planned, earlier=earlier)
+        if done.excluded_reason == PROVIDER_LIMIT:  # nothing more runs on this account now
+            words = limit_words(done, limit_message(run_dir, done.episode_id))
+            get_run_logger().warning(
+                "trial %s: a provider limit ended a run, excluded as provider-limit; no "
+                "further run starts, its pair runs again on resume (%s)",
+                trial_id,
+                words,
+            )
+            _close_trial(run_dir, schedule)
+            return TrialRuns(evidence, limited=words)
     _close_trial(run_dir, schedule)
     return TrialRuns(evidence)
 

@@ -11,7 +11,10 @@
    (flows/canary/running.py). A real CLI runs on a registered account: baseline arm
    against the intervention's treated arm (flows/canary/account.py); a credential the
    provider rejects stops the trial at its first run, ``credential-rejected``, nothing
-   recorded or published.
+   recorded or published. A provider's rate or usage limit that ends a run stops the
+   trial after it: the run is excluded (``provider-limit``), the trial is judged on its
+   complete pairs and ends Cancelled ``provider-limit``; a resume runs that pair again
+   (flows/canary/provider_limits.py).
 4. Write loom's version-1 comparison artifact and judge it with the engine of
    ``pairlab compare`` (flows/canary/judging.py).
 5. Write report.md and publish the run with its approval record
@@ -39,6 +42,7 @@ from flows.canary.manifest import (
     new_trial_id,
     show_manifest,
 )
+from flows.canary.provider_limits import limit_stop_message
 from flows.canary.publishing import publish_trial
 from flows.canary.running import run_trial, trial_windows
 from flows.evidence.budget_ceilings import check_account_budget, has_ceiling
@@ -47,6 +51,7 @@ from flows.run_ui import name_flow_run, show_refusal
 from pairlab.adapters.episode.io import load_eval_inputs
 from pairlab.adapters.run.directory import RunDir
 from pairlab.core.accounts import refuse_credential_parameters
+from pairlab.core.canary import RunEvidence
 from pairlab.core.errors import PairlabError
 from pairlab.core.schedule import plan_canary
 
@@ -134,7 +139,14 @@ def _trial(params: CanaryTrialParams, trial_id: str) -> dict[str, Any] | State[A
         return _budget_stop(trial_id, runs.stopped, {"trial_id": trial_id, "episodes": 0})
     report = judge_trial(run_dir, trial_id, manifest, evidence)
     published = publish_trial(
-        params, run_dir, manifest, approval, evidence, report, stopped=runs.stopped
+        params,
+        run_dir,
+        manifest,
+        approval,
+        evidence,
+        report,
+        stopped=runs.stopped,
+        limited=runs.limited,
     )
     show_manifest(
         trial_id,
@@ -150,18 +162,39 @@ def _trial(params: CanaryTrialParams, trial_id: str) -> dict[str, Any] | State[A
         report.exit_code,
         published["published"]["location"],
     )
+    outcome = "completed" if runs.stopped is None else "budget-exhausted"
     result = {
         "trial_id": trial_id,
-        "outcome": "completed" if runs.stopped is None else "budget-exhausted",
+        "outcome": outcome if runs.limited is None else "provider-limit",
         "episodes": len(evidence),
         "episodes_planned": len(schedule.entries),
         **verdict_summary(report),
         **published,
         "staging": str(run_dir.path),
     }
+    if runs.limited is not None:
+        return _limit_stop(trial_id, runs.limited, evidence, result)
     if runs.stopped is not None:
         return _budget_stop(trial_id, runs.stopped, result)
     return result
+
+
+def _limit_stop(
+    trial_id: str, words: str, evidence: list[RunEvidence], result: dict[str, Any]
+) -> State[Any]:
+    """A trial a provider limit stopped: judged and published on its complete pairs (the
+    limited run excluded), ended Cancelled ``provider-limit`` whatever that verdict says
+    (it is not the trial's), resumable once the limit lifts (flows/canary/provider_limits.py)."""
+    from prefect.states import Cancelled
+
+    limited = [e.episode_id for e in evidence if e.excluded_reason is not None]
+    message = limit_stop_message(trial_id)
+    get_run_logger().warning(
+        "trial %s %s: %s; %d run(s) done", trial_id, message, words, result["episodes"]
+    )
+    return Cancelled(
+        message=message, data={**result, "provider_limit": words, "provider_limited": limited}
+    )
 
 
 def _budget_stop(trial_id: str, words: str, result: dict[str, Any]) -> State[Any]:

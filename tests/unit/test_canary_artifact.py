@@ -252,6 +252,22 @@ def test_pair_with_a_missing_run_is_left_out() -> None:
     ]
 
 
+def test_a_pair_with_a_provider_limited_run_is_left_out_and_never_judged() -> None:
+    """A run a provider limit ended is evidence of the limit, not of its arm: its pair is
+    not in the artifact (the complete one beside it is), so the verdict never reads it."""
+    limited = [
+        _evidence("candidate", T0, (0, 2), rep=1),
+        _evidence("baseline", T0 + timedelta(seconds=5), (2, 2), rep=1).model_copy(
+            update={"excluded_reason": "provider-limit", "limit_kind": "usage-limit"}
+        ),
+    ]
+    artifact = build_artifact(_manifest(reps=2), [*_pair(), *limited])
+    assert [p["work_unit_id"] for p in artifact["pairs"]] == ["fix:cold:r0"]
+    alone = build_artifact(_manifest(reps=2), limited)
+    assert alone["pairs"] == []
+    assert judge_artifact_bytes(json.dumps(alone).encode()).reason_codes == ["no-comparison-pairs"]
+
+
 # the writer's fields
 
 

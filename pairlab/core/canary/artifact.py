@@ -121,10 +121,14 @@ def work_unit_id(task_id: str, stratum: str, repetition: int) -> str:
 def build_artifact(manifest: TrialManifest, evidence: Sequence[RunEvidence]) -> dict[str, Any]:
     """loom's version-1 artifact: one pair per planned pair whose two runs both exist.
 
-    A pair with a missing run (it never executed) is left out; the caller lists it.
+    A pair with a missing run (it never executed) is left out; the caller lists it. A
+    run with an ``excluded_reason`` (a provider limit ended it) is not evidence of its
+    arm: its pair is left out too, never judged on it.
     """
     by_pair: dict[str, dict[str, RunEvidence]] = {}
     for ev in evidence:
+        if ev.excluded_reason is not None:
+            continue
         by_pair.setdefault(ev.pair_id, {})[ev.arm] = ev
     pairs = []
     seen: set[str] = set()

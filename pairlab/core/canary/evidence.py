@@ -3,9 +3,16 @@
 Written per episode before its record, so a resumed trial skips it. Only
 identifiers, statuses, numbers and times: no prompt, output, path or secret.
 A missing measurement stays ``None``, never zero.
+
+A run a provider's rate limit or usage limit ended (:mod:`pairlab.core.provider_limit`)
+did not measure the arm: its evidence says ``excluded_reason: provider-limit`` and which
+limit (``limit_kind``), it never enters loom's artifact (its pair is incomplete), and a
+resume sets the pair's evidence aside and runs the pair again.
 """
 
 from __future__ import annotations
+
+from typing import Literal
 
 from pydantic import Field
 
@@ -34,3 +41,5 @@ class RunEvidence(PlannedRun):
     quota_after: list[QuotaObservation]
     interval_scheduled_s: float
     interval_overrun: bool  # the episode and its grading outlasted the scheduled interval
+    excluded_reason: Literal["provider-limit"] | None = None  # not judged, and why
+    limit_kind: Literal["rate-limit", "usage-limit"] | None = None  # which provider limit
