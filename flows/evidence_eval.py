@@ -259,6 +259,12 @@ def _evaluate(params: EvidenceEvalParams, run_id: str) -> dict[str, Any]:
     gate = resolve_gate(params.min_pairs, plan)
     # 4. The run's environment: backend, provider emulator, simulated account.
     env = open_environment(params, profile, run_dir)
+    if env.account is not None and env.account.certification is not None:
+        # the account's certify --account state, in run.json and the report's facts too;
+        # shown, never a gate (DESIGN 4c)
+        get_run_logger().info(
+            "run %s on account %r: %s", run_id, env.account.name, env.account.certification.line()
+        )
     account_dir = sim_account_dir(Path(params.work_dir), env.profile)
     ctx = EpisodeContext(params, suite, env, run_dir, account_dir, replanned=frozenset(replanned))
     scope = run_scope(params, env.profile, schedule, plan, gate)

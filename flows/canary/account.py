@@ -27,6 +27,7 @@ from pathlib import Path
 from flows.params import CanaryTrialParams
 from pairlab.adapters.episode.session import RunEnvironment
 from pairlab.adapters.run.directory import RunDir
+from pairlab.core.account_certification import CertificationStatus
 from pairlab.core.schedule import PlannedEpisode
 from pairlab.core.schemas.profile import RunnerProfile
 
@@ -43,6 +44,17 @@ def account_profile(params: CanaryTrialParams, profile: RunnerProfile) -> Runner
     from pairlab.adapters.accounts.selection import open_account_store
 
     return account_run_profile(profile, open_account_store().record(params.account))
+
+
+def account_certification(params: CanaryTrialParams) -> CertificationStatus | None:
+    """The account's certification as it stands now, for the approval (from its record
+    alone: no credential read); None without an account."""
+    if params.account is None:
+        return None
+    from pairlab.adapters.accounts.certification import certification_here
+    from pairlab.adapters.accounts.selection import open_account_store
+
+    return certification_here(open_account_store().record(params.account))
 
 
 def trial_environment(
@@ -75,4 +87,4 @@ def run_arm(params: CanaryTrialParams, planned: PlannedEpisode) -> PlannedEpisod
     return planned.model_copy(update={"arm": params.treated_arm})
 
 
-__all__ = ["CANDIDATE", "account_profile", "run_arm", "trial_environment"]
+__all__ = ["CANDIDATE", "account_certification", "account_profile", "run_arm", "trial_environment"]

@@ -5,9 +5,12 @@ form, whose description shows the budget and each quota window's share, with a
 warning where it exceeds what remains). Nothing runs before approval; a
 rejection or a timeout ends the trial with zero episodes in a Cancelled state
 whose message says why, and the manifest artifact is headed by the decision.
-The approval record (who, when, note, budget acknowledgement) is written to
-``trials/approval.json`` and the manifest's ``approval``, and published with
-the run.
+The approval record (who, when, note, budget acknowledgement, and the account's
+certification as the form showed it) is written to ``trials/approval.json`` and the
+manifest's ``approval``, and published with the run. On a registered account the form
+says its certification (``pairlab certify --account``: certified, stale with why, failed,
+or not certified; core/account_certification.py); it refuses nothing (DESIGN 4c sets no
+such gate): the approver decides.
 """
 
 from __future__ import annotations
@@ -28,6 +31,7 @@ from pydantic import ConfigDict, Field, model_validator
 from flows.canary.manifest import TRIALS, budget_lines, manifest_markdown, show_manifest
 from flows.params import CanaryTrialParams
 from pairlab.adapters.run.directory import RunDir
+from pairlab.core.account_certification import CertificationStatus
 from pairlab.core.canary import TrialManifest
 from pairlab.core.schemas.quota import QuotaObservation
 from tasks.report import artifact_key
@@ -71,20 +75,32 @@ class CanaryApproval(RunInput):
         return self
 
 
+def certification_lines(account: str, certification: CertificationStatus) -> list[str]:
+    """The approval's words on the account's certification (bold unless it holds)."""
+    line = certification.line()
+    if certification.state != "certified":
+        line = f"**{line}**"
+    return [f"Account `{account}`: {line}", ""]
+
+
 def approval_description(
     manifest: TrialManifest,
     windows: Sequence[QuotaObservation] | None = None,
     ceiling_percent: float | None = None,
+    certification: CertificationStatus | None = None,
 ) -> str:
     """The Resume form's description: what would run and its budget, with warnings;
     ``windows``: the account's windows read before the pause (each window's expected share
-    of what remains, core/canary/window_share.py)."""
+    of what remains, core/canary/window_share.py); ``certification``: the account's, as it
+    stands now (None: no account)."""
+    account = manifest.environment.get("account")
     lines = [
         f"**Canary trial `{manifest.trial_id}`**: {len(manifest.planned)} episodes, "
         f"`{manifest.baseline.revision}` → `{manifest.candidate.revision}` "
         f"(intervention {manifest.intervention_id}). The manifest artifact lists every "
         "frozen input and planned episode.",
         "",
+        *([] if certification is None else certification_lines(str(account or "?"), certification)),
         *budget_lines(
             manifest.budget, sim=manifest.baseline.sim_effects is not None, windows=windows
         ),
@@ -110,6 +126,7 @@ def ask_approval(
     params: CanaryTrialParams,
     manifest: TrialManifest,
     windows: Sequence[QuotaObservation] | None = None,
+    certification: CertificationStatus | None = None,
 ) -> tuple[Outcome, CanaryApproval | None]:
     """Wait for the decision. A deployment's run is suspended (its process exits and the
     run stays Paused on the server; once resumed, a `pairlab serve` runs it again from
@@ -117,7 +134,9 @@ def ask_approval(
     from prefect.runtime import deployment
 
     form = CanaryApproval.with_initial_data(
-        description=approval_description(manifest, windows, params.budget_window_percent)
+        description=approval_description(
+            manifest, windows, params.budget_window_percent, certification
+        )
     )
     try:
         if deployment.get_id() is not None:
@@ -178,8 +197,10 @@ def approval_record(
     decision: CanaryApproval | None,
     params: CanaryTrialParams,
     decided_at: datetime | None = None,
+    certification: CertificationStatus | None = None,
 ) -> dict[str, Any]:
-    """The decision as recorded; ``decided_at`` is the form's submission (now if unknown)."""
+    """The decision as recorded; ``decided_at`` is the form's submission (now if unknown);
+    ``account_certification``: the account's certification as the form showed it."""
     return {
         "schema_version": 1,
         "outcome": outcome,
@@ -189,6 +210,7 @@ def approval_record(
         "budget_acknowledged": decision.budget_acknowledged if decision else None,
         "decided_at": (decided_at or datetime.now(UTC)).isoformat(),
         "timeout_s": params.approval_timeout_s,
+        "account_certification": None if certification is None else certification.to_json(),
     }
 
 
@@ -197,12 +219,13 @@ def decide(
     run_dir: RunDir,
     manifest: TrialManifest,
     windows: Sequence[QuotaObservation] | None = None,
+    certification: CertificationStatus | None = None,
 ) -> dict[str, Any]:
     """Wait for the decision and record it: ``trials/approval.json``, the manifest's
     ``approval`` and a new version of the manifest artifact headed by the decision."""
-    outcome, decision = ask_approval(params, manifest, windows)
+    outcome, decision = ask_approval(params, manifest, windows, certification)
     decided_at = submitted_at() if outcome != "timeout" else None
-    approval = approval_record(outcome, decision, params, decided_at)
+    approval = approval_record(outcome, decision, params, decided_at, certification)
     run_dir.write_json(f"{TRIALS}/approval.json", approval)
     decided = manifest.model_copy(update={"approval": approval})
     run_dir.write_json(f"{TRIALS}/manifest.json", decided.model_dump(mode="json"))

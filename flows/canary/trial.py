@@ -30,7 +30,7 @@ from typing import Any
 
 from prefect import State, flow, get_run_logger
 
-from flows.canary.account import account_profile
+from flows.canary.account import account_certification, account_profile
 from flows.canary.approval import decide, decision_heading, end_not_run, not_run
 from flows.canary.judging import judge_trial, verdict_summary
 from flows.canary.manifest import (
@@ -111,6 +111,11 @@ def _trial(params: CanaryTrialParams, trial_id: str) -> dict[str, Any] | State[A
     # the account's windows now: each one's expected share of what remains, before approval
     windows = trial_windows(profile, run_dir)
     manifest = frozen_manifest(params, trial_id, run_dir, suite, profile, schedule, windows)
+    # the account's certification now (certify --account), shown to the approver, refusing
+    # nothing (DESIGN 4c)
+    certification = account_certification(params)
+    if certification is not None:
+        logger.info("trial %s account %r: %s", trial_id, params.account, certification.line())
     logger.info(
         "trial %s frozen (%d episodes); waiting for approval; %s",
         trial_id,
@@ -124,7 +129,7 @@ def _trial(params: CanaryTrialParams, trial_id: str) -> dict[str, Any] | State[A
         ),
     )
 
-    approval = decide(params, run_dir, manifest, windows)
+    approval = decide(params, run_dir, manifest, windows, certification)
     if not approval["approved"]:
         result = not_run(trial_id, approval, params)
         logger.info("trial %s not run: %s", trial_id, result["reason"])

@@ -3,8 +3,11 @@
 The credential is read from an environment variable (``--from-env VAR``) or a file
 (``--from-file PATH``), never from the command line itself (it would land in shell
 history and process lists). Nothing these commands print contains a credential: ``list``
-shows name, client, kind, provider URL, where it is stored and when it was added.
-docs/accounts.md walks through it.
+shows name, client, kind, provider URL, where it is stored, when it was added and its
+certification (``pairlab certify --account``: certified, stale with why, failed, or not
+certified; ``core/account_certification``). ``add --replace`` keeps the account's
+certification, which then goes stale if what it proved changed. docs/accounts.md walks
+through it.
 """
 
 from __future__ import annotations
@@ -12,12 +15,16 @@ from __future__ import annotations
 import os
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
 from pairlab.cli.output import emit_json
 from pairlab.core.errors import EnvironmentUnavailable, InvalidInputError, ReasonCode
+
+if TYPE_CHECKING:
+    from pairlab.core.account_certification import AccountCertification
+    from pairlab.core.accounts import AccountStore
 
 
 def _read_credential(from_env: str | None, from_file: Path | None) -> str:
@@ -86,6 +93,7 @@ def register(app: typer.Typer) -> None:
         as_json: Annotated[bool, typer.Option("--json")] = False,
     ) -> None:
         """Store an account's credential (a Prefect Secret block, or the local mode-600 file)."""
+        from pairlab.adapters.accounts.certification import certification_here
         from pairlab.adapters.accounts.selection import open_account_store
         from pairlab.core.accounts import (
             ACCOUNT_CLIENTS,
@@ -125,29 +133,41 @@ def register(app: typer.Typer) -> None:
             provider_url=provider_url.rstrip("/") if provider_url else None,
             stored_in=store.location,
             added_at=datetime.now(UTC).replace(microsecond=0),
+            certification=_kept_certification(store, name) if replace else None,
         )
         store.save(record, credential, replace=replace)
+        status = certification_here(record)
         if as_json:
-            emit_json({"account": record.to_json()})
+            emit_json({"account": {**record.to_json(), "certification": status.to_json()}})
             return
         typer.echo(f"added {name}: {client} {seen} in {store.location}")
+        if record.certification is not None:
+            typer.echo(f"  certification kept: {status.line()}")
 
     @account.command("list")
     def list_cmd(as_json: Annotated[bool, typer.Option("--json")] = False) -> None:
-        """Registered accounts: name, client, kind, provider, where stored, when added."""
+        """Registered accounts: name, client, kind, provider, where stored, when added, and
+        each one's certification (certified, stale with why, failed, not certified)."""
+        from pairlab.adapters.accounts.certification import certification_here
         from pairlab.adapters.accounts.selection import open_account_store
 
         store = open_account_store()
         records = [store.record(n) for n in store.names()]
+        statuses = [certification_here(r) for r in records]
         if as_json:
-            emit_json({"store": store.location, "accounts": [r.to_json() for r in records]})
+            accounts = [
+                {**r.to_json(), "certification": status.to_json()}
+                for r, status in zip(records, statuses, strict=True)
+            ]
+            emit_json({"store": store.location, "accounts": accounts})
             return
         typer.echo(f"store: {store.location}")
-        for r in records:
+        for r, status in zip(records, statuses, strict=True):
             typer.echo(
                 f"{r.name:<20} {r.client:<7} {r.kind:<19} {r.effective_provider_url:<32} "
-                f"{r.added_at.isoformat()}"
+                f"{r.added_at.isoformat()}  {status.short()}"
             )
+            typer.echo(f"  certification: {status.line()}")
 
     @account.command("remove")
     def remove_cmd(name: Annotated[str, typer.Argument()]) -> None:
@@ -171,7 +191,9 @@ def register(app: typer.Typer) -> None:
         ] = False,
         as_json: Annotated[bool, typer.Option("--json")] = False,
     ) -> None:
-        """The account exists, its credential is present and of the recorded kind."""
+        """The account exists, its credential is present and of the recorded kind; and its
+        certification (certified, stale with why, failed, not certified)."""
+        from pairlab.adapters.accounts.certification import certification_here
         from pairlab.adapters.accounts.selection import load_account
         from pairlab.core.accounts import recognise_kind
 
@@ -182,11 +204,29 @@ def register(app: typer.Typer) -> None:
             from pairlab.adapters.accounts.probe import probe_credential
 
             status = probe_credential(record, credential)
+        certified = certification_here(record)
         if as_json:
             emit_json(
-                {"account": record.to_json(), "credentialPresent": True, "probeStatus": status}
+                {
+                    "account": {**record.to_json(), "certification": certified.to_json()},
+                    "credentialPresent": True,
+                    "probeStatus": status,
+                }
             )
             return
         typer.echo(f"{name}: {record.client} {record.kind} present ({record.stored_in})")
+        typer.echo(f"  certification: {certified.line()}")
         if status is not None:
             typer.echo(f"  {record.effective_provider_url} did not refuse it (HTTP {status})")
+
+
+def _kept_certification(store: AccountStore, name: str) -> AccountCertification | None:
+    """The certification of the account ``add --replace`` overwrites (None when there is
+    none, or its record no longer reads): it stays on the new record and goes stale if the
+    new one's provider URL, client or kind is not the certified one."""
+    if name not in store.names():
+        return None
+    try:
+        return store.record(name).certification
+    except InvalidInputError:
+        return None

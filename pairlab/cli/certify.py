@@ -2,16 +2,21 @@
 
 Exit 0 when no profile failed (profiles whose CLI cannot run here are
 ``not-live-certified``, which is not a pass and not a failure), 1 on any failure.
+With ``--account`` the run, passed or failed, is recorded on the account's record
+(``accountCertification`` in ``--json``; ``pairlab account list`` shows it).
 """
 
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
 from pairlab.cli.output import emit_json
+
+if TYPE_CHECKING:
+    from pairlab.core.account_certification import AccountCertification
 
 
 def register(app: typer.Typer) -> None:
@@ -63,8 +68,19 @@ def register(app: typer.Typer) -> None:
             intervention=wired,
             account=on_account,
         )
+        doc = report.to_json()
+        recorded = None
+        if on_account is not None and report.profiles:
+            recorded = on_account.record_certification(report.profiles[0], doc, backend)
         if json_out:
-            emit_json(report.to_json())
+            if on_account is not None:  # outside what report_sha256 hashed
+                doc = {
+                    **doc,
+                    "accountCertification": None
+                    if recorded is None
+                    else recorded.model_dump(mode="json"),
+                }
+            emit_json(doc)
         else:
             for result in report.profiles:
                 typer.echo(
@@ -89,5 +105,14 @@ def register(app: typer.Typer) -> None:
                     typer.echo("  what each episode saw (x = seen):")
                     for line in result.matrix.render():
                         typer.echo(f"    {line}")
+            if on_account is not None:
+                typer.echo(_recorded_line(on_account.record.name, recorded))
             typer.echo("certify: " + ("passed" if report.passed else "FAILED"))
         raise typer.Exit(0 if report.passed else 1)
+
+
+def _recorded_line(name: str, recorded: AccountCertification | None) -> str:
+    if recorded is None:
+        return f"nothing recorded on account {name} (the profile was not certified here)"
+    what = "certified" if recorded.passed else "certify FAILED"
+    return f"recorded on account {name}: {what} {recorded.summary()}"

@@ -20,6 +20,9 @@ The rules:
 * The record (:class:`Account`) holds name, client, kind, provider URL, where it is stored
   and when it was added: everything ``pairlab account list`` may print. The credential
   travels only as a ``str`` returned by :meth:`AccountStore.credential`.
+* The record may carry the latest ``pairlab certify --account`` run on it
+  (``certification``, ``core/account_certification``: never the credential); a store
+  updates it with :meth:`AccountStore.set_certification`, the credential untouched.
 * ``provider_url`` ``None`` means the CLI's own provider (:data:`DEFAULT_PROVIDER_URLS`;
   a ChatGPT login's is the ChatGPT backend, :data:`CHATGPT_PROVIDER_URL`); an account may
   name another (a gateway, a proxy, the stand-in provider).
@@ -31,21 +34,19 @@ import json
 import re
 from collections.abc import Mapping
 from datetime import datetime
-from enum import StrEnum
 from typing import Literal, Protocol
 
+from pairlab.core.account_certification import (
+    AccountCertification,
+    CertificationStatus,
+    certification_status,
+)
+from pairlab.core.account_kinds import ACCOUNT_CLIENTS as ACCOUNT_CLIENTS
+from pairlab.core.account_kinds import AccountClient as AccountClient
+from pairlab.core.account_kinds import CredentialKind as CredentialKind
+from pairlab.core.account_kinds import public_provider_url
 from pairlab.core.errors import EnvironmentUnavailable, InvalidInputError, ReasonCode
 from pairlab.core.schemas.base import StrictModel
-
-AccountClient = Literal["claude", "codex"]
-ACCOUNT_CLIENTS: tuple[AccountClient, ...] = ("claude", "codex")
-
-
-class CredentialKind(StrEnum):
-    API_KEY = "api-key"
-    SUBSCRIPTION_TOKEN = "subscription-token"
-    CHATGPT_AUTH_JSON = "chatgpt-auth-json"
-
 
 KINDS_BY_CLIENT: dict[AccountClient, tuple[CredentialKind, ...]] = {
     "claude": (CredentialKind.SUBSCRIPTION_TOKEN, CredentialKind.API_KEY),
@@ -86,6 +87,19 @@ class Account(StrictModel):
     provider_url: str | None = None
     stored_in: str
     added_at: datetime
+    # the latest certify run on the account (core/account_certification); None: never
+    certification: AccountCertification | None = None
+
+    def certification_status(self, cli_version: str | None) -> CertificationStatus:
+        """Is the recorded certification still what holds, with ``cli_version`` of the
+        account's CLI here (None: not readable, not compared)?"""
+        return certification_status(
+            self.certification,
+            client=self.client,
+            kind=self.kind,
+            provider_url=self.effective_provider_url,
+            cli_version=cli_version,
+        )
 
     @property
     def effective_provider_url(self) -> str:
@@ -122,6 +136,11 @@ class AccountStore(Protocol):
     def credential(self, name: str) -> str: ...
 
     def remove(self, name: str) -> None: ...
+
+    def set_certification(self, name: str, certification: AccountCertification) -> Account:
+        """Record ``certification`` on the account's record (replacing an earlier one), the
+        stored credential untouched; returns the updated record."""
+        ...
 
 
 def check_account_name(name: str) -> str:
@@ -238,20 +257,19 @@ class AccountStamp(StrictModel):
     kind: CredentialKind
     provider_url: str
     is_default_provider: bool
+    # the account's certification when the run opened it; None: a run recorded before
+    # certifications were (unknown, which is not "not certified")
+    certification: CertificationStatus | None = None
 
     @classmethod
-    def of(cls, account: Account) -> AccountStamp:
-        from urllib.parse import urlsplit, urlunsplit
-
-        parts = urlsplit(account.effective_provider_url)
-        host = parts.hostname or ""
-        netloc = f"{host}:{parts.port}" if parts.port else host
+    def of(cls, account: Account, certification: CertificationStatus | None = None) -> AccountStamp:
         return cls(
             name=account.name,
             client=account.client,
             kind=account.kind,
-            provider_url=urlunsplit((parts.scheme, netloc, parts.path, "", "")),
+            provider_url=public_provider_url(account.effective_provider_url),
             is_default_provider=account.provider_url is None,
+            certification=certification,
         )
 
     def fact(self) -> str:
@@ -262,4 +280,5 @@ class AccountStamp(StrictModel):
             else "an API key has no subscription window"
         )
         where = "the provider" if self.is_default_provider else self.provider_url
-        return f" · account {self.name} ({self.client} {self.kind} at {where}; {window})"
+        certified = "" if self.certification is None else f"; {self.certification.fact()}"
+        return f" · account {self.name} ({self.client} {self.kind} at {where}; {window}{certified})"

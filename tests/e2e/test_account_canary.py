@@ -199,6 +199,9 @@ def test_canary_on_an_account_approved_stopped_resumed_and_rejected(
     published = tmp_path / "store" / "runs" / trial_id
     assert (published / "trials" / "verdict.json").is_file()
     assert (published / "trials" / "approval.json").is_file()
+    # the approver was shown the account's certification (never certified here)
+    approval = json.loads((published / "trials" / "approval.json").read_text())
+    assert approval["account_certification"]["state"] == "not-certified"
 
     assert changed.final_state()[0] == "FAILED" and "resume-changed" in changed_log
     assert len(list(run_dir.glob("episodes/*/record.json"))) == 4

@@ -67,6 +67,10 @@ def test_eval_on_an_account_stops_at_its_window_ceiling_and_publishes_no_credent
             "--from-env", "PLANTED_CREDENTIAL", "--provider-url", base,
         )  # fmt: skip
         assert added.returncode == 0, added.stderr
+        # certified first (against certify's own stand-in): the run records and reports it
+        certified = _pairlab(env, "certify", "--account", "own", "--json")
+        assert certified.returncode == 0, certified.stdout[-2000:]
+        assert json.loads(certified.stdout)["accountCertification"]["passed"] is True
         stopped = evaluate(CEILING_PERCENT)
         run_dir = work / "runs" / run_id
         first = {p.parent.name: p.read_bytes() for p in run_dir.glob("episodes/*/record.json")}
@@ -109,12 +113,15 @@ def test_eval_on_an_account_stops_at_its_window_ceiling_and_publishes_no_credent
     settings = json.loads((published / "run.json").read_text())
     assert settings["account"]["name"] == "own"
     assert settings["account"]["kind"] == "subscription-token"
+    assert settings["account"]["certification"]["state"] == "certified"
+    assert settings["account"]["certification"]["certification"]["against"] == "stand-in"
     budget = settings["budget"]
     assert budget["stopped_at_ceiling"] is False and budget["ceiling_tokens"] is None
     assert budget["window"]["ceiling_percent"] == 100
     report = (published / "report.md").read_text()
     assert "· account own (claude subscription-token at http://127.0.0.1:" in report
     assert "budget ceiling 100% of the subscription window" in report
+    assert "usage endpoint; certified live-local against the stand-in 20" in report
     # the run's use since it started, read after its last pair: every episode's bracket in it
     last = max(after["five-hour"]["used_percent"] for after in (
         {o["window"]: o for o in r["quotaAfter"]} for r in records))  # fmt: skip
@@ -123,7 +130,7 @@ def test_eval_on_an_account_stops_at_its_window_ceiling_and_publishes_no_credent
     for where in (store, work):
         assert files_holding(where, planted) == []
         assert files_holding(where, planted.removeprefix("sk-ant-oat01-")) == []
-    for proc in (stopped, ran):
+    for proc in (certified, stopped, ran):
         assert planted not in proc.stdout + proc.stderr
 
 

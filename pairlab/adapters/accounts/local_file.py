@@ -17,6 +17,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from pairlab.core.account_certification import AccountCertification
 from pairlab.core.accounts import Account, unknown_account
 from pairlab.core.errors import InvalidInputError, ReasonCode
 
@@ -116,6 +117,17 @@ class LocalFileAccountStore:
     def credential(self, name: str) -> str:
         value = self._entry(name).get("credential")
         return value if isinstance(value, str) else ""
+
+    def set_certification(self, name: str, certification: AccountCertification) -> Account:
+        """The record rewritten with ``certification``; the entry's credential is written
+        back as it was read (one file holds both; nothing else of the entry changes)."""
+        accounts = self._read()
+        if name not in accounts:
+            raise unknown_account(name, sorted(accounts))
+        record = self.record(name).model_copy(update={"certification": certification})
+        accounts[name] = {**accounts[name], "account": record.model_dump(mode="json")}
+        self._write(accounts)
+        return record
 
     def remove(self, name: str) -> None:
         accounts = self._read()

@@ -15,6 +15,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from pairlab.core.account_certification import AccountCertification
 from pairlab.core.accounts import Account, unknown_account
 from pairlab.core.errors import EnvironmentUnavailable, InvalidInputError, ReasonCode
 
@@ -95,6 +96,19 @@ class PrefectSecretAccountStore:
     def credential(self, name: str) -> str:
         value = self._payload(name).get("credential")
         return value if isinstance(value, str) else ""
+
+    def set_certification(self, name: str, certification: AccountCertification) -> Account:
+        """The block's record rewritten with ``certification``; its credential is written
+        back as it was read (one Secret block holds both, and a Secret's value is replaced
+        whole)."""
+        from prefect.blocks.system import Secret
+
+        payload = self._payload(name)
+        record = self.record(name).model_copy(update={"certification": certification})
+        value = json.dumps({**payload, "account": record.model_dump(mode="json")})
+        with _reachable(self.api_url):
+            Secret(value=value).save(BLOCK_PREFIX + name, overwrite=True)
+        return record
 
     def remove(self, name: str) -> None:
         from prefect.client.orchestration import get_client

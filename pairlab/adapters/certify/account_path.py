@@ -18,15 +18,21 @@ check of the plain probe applies; two are added:
 * ``credential-scan``: the credential (an auth.json: each of its tokens) appears in
   nothing the probe wrote -- collected HOMEs and state, request bodies and ledgers, the
   planted host HOME -- nor in the report.
+
+A run that passed or failed is recorded on the account's record
+(:meth:`CertifyAccount.record_certification`; the rules, staleness included, in
+``core/account_certification``): the latest run wins, a failure replacing an earlier pass.
 """
 
 from __future__ import annotations
 
 import json
 import os
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 from pairlab.adapters.accounts.episode_wiring import (
     EMULATOR_URL,
@@ -35,8 +41,10 @@ from pairlab.adapters.accounts.episode_wiring import (
     account_secret_files,
     check_chatgpt_login,
 )
-from pairlab.adapters.accounts.selection import load_account
-from pairlab.adapters.certify.report import CertifyCheck
+from pairlab.adapters.accounts.selection import load_account, open_account_store
+from pairlab.adapters.certify.report import CertifyCheck, ProfileCertification
+from pairlab.core.account_certification import AccountCertification, report_sha256
+from pairlab.core.account_kinds import public_provider_url
 from pairlab.core.accounts import Account, AccountStamp, CredentialKind
 from pairlab.core.errors import InvalidInputError, ReasonCode
 from pairlab.core.schemas.profile import RunnerProfile
@@ -95,6 +103,33 @@ class CertifyAccount:
             tokens = json.loads(self.credential).get("tokens") or {}
             found += [str(tokens[k]) for k in ("access_token", "refresh_token") if tokens.get(k)]
         return [s for s in found if len(s) >= 8]
+
+    def record_certification(
+        self, result: ProfileCertification, report: Mapping[str, Any], backend: str
+    ) -> AccountCertification | None:
+        """Record this certify run on the account's record (``report``: the whole report's
+        JSON, hashed as its id); None, and nothing recorded, for a result that is neither
+        passed nor failed or whose profile did not load."""
+        if result.status not in ("passed", "failed") or result.level is None:
+            return None
+        ident = result.intervention
+        certification = AccountCertification(
+            passed=result.status == "passed",
+            level=result.level,
+            against="stand-in",
+            provider_url=public_provider_url(self.record.effective_provider_url),
+            client=self.record.client,
+            kind=self.record.kind,
+            cli_version=result.version,
+            profile=result.profile,
+            backend=backend,
+            intervention=None if ident is None else f"{ident['id']} {ident['version']}",
+            certified_at=datetime.now(UTC).replace(microsecond=0),
+            report_sha256=report_sha256(report),
+            failed_checks=[c.name for c in result.checks if not c.passed],
+        )
+        open_account_store().set_certification(self.record.name, certification)
+        return certification
 
     def checks(self, scratch: Path, report_json: str) -> list[CertifyCheck]:
         return [self._credential_check(scratch / "emulator"), self._scan(scratch, report_json)]

@@ -12,6 +12,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict
 
 from pairlab.adapters.backends.base import ExecutionBackend
+from pairlab.core.schemas.profile import CertificationLevel
 
 Status = Literal["passed", "failed", "not-live-certified"]
 
@@ -118,6 +119,9 @@ class ProfileCertification(_Model):
     status: Status
     checks: list[CertifyCheck]
     version: str | None
+    # the profile's certification level (live-local, simulator, unavailable); None: a
+    # profile file that did not load
+    level: CertificationLevel | None = None
     matrix: IsolationMatrix | None = None
     # claim 1 (issue 18): lifecycle events the protocol exposed to the intervention, per
     # client; deterministic verification, never causal evidence

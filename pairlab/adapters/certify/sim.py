@@ -346,9 +346,8 @@ def certify_profiles(
                 )
             )
             continue
-        results.append(
-            certify_profile(
-                entry.name, entry.profile, backend_name, build, host_home, intervention, account
-            )
+        result = certify_profile(
+            entry.name, entry.profile, backend_name, build, host_home, intervention, account
         )
+        results.append(result.model_copy(update={"level": entry.profile.certification.level}))
     return CertifyReport(profiles=results, passed=all(r.status != "failed" for r in results))

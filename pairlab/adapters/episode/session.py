@@ -215,6 +215,7 @@ def _account_environment(
     (``adapters/accounts/provider_route``)."""
     import os
 
+    from pairlab.adapters.accounts.certification import certification_here
     from pairlab.adapters.accounts.episode_wiring import (
         account_host_env,
         account_run_profile,
@@ -227,7 +228,7 @@ def _account_environment(
     record, credential = load_account(account)
     check_chatgpt_login(record, credential)
     files = account_secret_files(record, credential)
-    stamp = AccountStamp.of(record)
+    stamp = AccountStamp.of(record, certification_here(record))
     if backend_name != "docker":
         wired = account_run_profile(profile, record)
         host_env = account_host_env(wired, credential, os.environ)
