@@ -10,6 +10,7 @@ stale once the account's provider URL changes; a failed run is recorded as faile
 from __future__ import annotations
 
 import json
+import re
 import secrets
 import subprocess
 from pathlib import Path
@@ -128,8 +129,8 @@ def test_a_failed_certify_on_an_account_is_recorded_as_failed(tmp_path: Path) ->
     profiles = tmp_path / "profiles"
     profiles.mkdir()
     text = (REPO_ROOT / "runner_profiles" / "claude.yaml").read_text()
-    pinned = text.replace('version: "2.1.', 'version: "0.0.', 1)
-    assert pinned != text
+    pinned = re.sub(r'^version: ".*"$', 'version: "0.0.1"', text, count=1, flags=re.M)
+    assert 'version: "0.0.1"' in pinned
     (profiles / "claude.yaml").write_text(pinned)
     added = _pairlab(env, "account", "add", "own", "--client", "claude", "--from-env",
                      "PLANTED_CREDENTIAL")  # fmt: skip
