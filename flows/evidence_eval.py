@@ -263,7 +263,7 @@ def _evaluate(params: EvidenceEvalParams, run_id: str) -> dict[str, Any]:
         # the account's certify --account state, in run.json and the report's facts too;
         # shown, never a gate (DESIGN 4c)
         get_run_logger().info(
-            "run %s on account %r: %s", run_id, env.account.name, env.account.certification.line()
+            "run %s on account %r: %s", run_id, env.account.name, env.account.certification.line(env.account.name)
         )
     account_dir = sim_account_dir(Path(params.work_dir), env.profile)
     ctx = EpisodeContext(params, suite, env, run_dir, account_dir, replanned=frozenset(replanned))

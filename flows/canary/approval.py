@@ -77,7 +77,7 @@ class CanaryApproval(RunInput):
 
 def certification_lines(account: str, certification: CertificationStatus) -> list[str]:
     """The approval's words on the account's certification (bold unless it holds)."""
-    line = certification.line()
+    line = certification.line(account)
     if certification.state != "certified":
         line = f"**{line}**"
     return [f"Account `{account}`: {line}", ""]
@@ -210,7 +210,9 @@ def approval_record(
         "budget_acknowledged": decision.budget_acknowledged if decision else None,
         "decided_at": (decided_at or datetime.now(UTC)).isoformat(),
         "timeout_s": params.approval_timeout_s,
-        "account_certification": None if certification is None else certification.to_json(),
+        "account_certification": (
+            None if certification is None else certification.to_json(params.account or "NAME")
+        ),
     }
 
 

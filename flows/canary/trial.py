@@ -114,8 +114,9 @@ def _trial(params: CanaryTrialParams, trial_id: str) -> dict[str, Any] | State[A
     # the account's certification now (certify --account), shown to the approver, refusing
     # nothing (DESIGN 4c)
     certification = account_certification(params)
-    if certification is not None:
-        logger.info("trial %s account %r: %s", trial_id, params.account, certification.line())
+    if certification is not None and params.account is not None:
+        line = certification.line(params.account)
+        logger.info("trial %s account %r: %s", trial_id, params.account, line)
     logger.info(
         "trial %s frozen (%d episodes); waiting for approval; %s",
         trial_id,

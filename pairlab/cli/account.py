@@ -138,11 +138,11 @@ def register(app: typer.Typer) -> None:
         store.save(record, credential, replace=replace)
         status = certification_here(record)
         if as_json:
-            emit_json({"account": {**record.to_json(), "certification": status.to_json()}})
+            emit_json({"account": {**record.to_json(), "certification": status.to_json(name)}})
             return
         typer.echo(f"added {name}: {client} {seen} in {store.location}")
         if record.certification is not None:
-            typer.echo(f"  certification kept: {status.line()}")
+            typer.echo(f"  certification kept: {status.line(name)}")
 
     @account.command("list")
     def list_cmd(as_json: Annotated[bool, typer.Option("--json")] = False) -> None:
@@ -156,7 +156,7 @@ def register(app: typer.Typer) -> None:
         statuses = [certification_here(r) for r in records]
         if as_json:
             accounts = [
-                {**r.to_json(), "certification": status.to_json()}
+                {**r.to_json(), "certification": status.to_json(r.name)}
                 for r, status in zip(records, statuses, strict=True)
             ]
             emit_json({"store": store.location, "accounts": accounts})
@@ -167,7 +167,7 @@ def register(app: typer.Typer) -> None:
                 f"{r.name:<20} {r.client:<7} {r.kind:<19} {r.effective_provider_url:<32} "
                 f"{r.added_at.isoformat()}  {status.short()}"
             )
-            typer.echo(f"  certification: {status.line()}")
+            typer.echo(f"  certification: {status.line(r.name)}")
 
     @account.command("remove")
     def remove_cmd(name: Annotated[str, typer.Argument()]) -> None:
@@ -208,14 +208,14 @@ def register(app: typer.Typer) -> None:
         if as_json:
             emit_json(
                 {
-                    "account": {**record.to_json(), "certification": certified.to_json()},
+                    "account": {**record.to_json(), "certification": certified.to_json(name)},
                     "credentialPresent": True,
                     "probeStatus": status,
                 }
             )
             return
         typer.echo(f"{name}: {record.client} {record.kind} present ({record.stored_in})")
-        typer.echo(f"  certification: {certified.line()}")
+        typer.echo(f"  certification: {certified.line(name)}")
         if status is not None:
             typer.echo(f"  {record.effective_provider_url} did not refuse it (HTTP {status})")
 

@@ -106,11 +106,12 @@ class CertificationStatus(StrictModel):
             return f"STALE ({', '.join(r.code for r in self.stale)})"
         return f"certified {cert.level} ({cert.against}) {cert.certified_at:%Y-%m-%d}"
 
-    def line(self) -> str:
-        """The certification in one sentence, for people (list, check, the approval)."""
+    def line(self, account: str = "NAME") -> str:
+        """The certification in one sentence, for people (list, check, the approval);
+        ``account`` names the account in the command that certifies it."""
         cert = self.certification
         if cert is None or self.state == "not-certified":
-            return "not certified (pairlab certify --account NAME proves the account path)"
+            return f"not certified (pairlab certify --account {account} proves the account path)"
         if self.state == "failed":
             failed = ", ".join(cert.failed_checks) or "?"
             return f"certify FAILED: {cert.summary()}; failed checks: {failed}"
@@ -133,14 +134,14 @@ class CertificationStatus(StrictModel):
             words = f"certification STALE ({', '.join(r.code for r in self.stale)}; {words})"
         return words
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self, account: str = "NAME") -> dict[str, Any]:
         cert = self.certification
         return {
             "state": self.state,
             "certification": None if cert is None else cert.model_dump(mode="json"),
             "stale": [r.model_dump(mode="json") for r in self.stale],
             "unchecked": list(self.unchecked),
-            "line": self.line(),
+            "line": self.line(account),
         }
 
 
