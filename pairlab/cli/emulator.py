@@ -1,7 +1,8 @@
 """``pairlab emulator serve|register|ledger|clis``: the provider emulator and the real CLIs.
 
 * ``serve`` runs the emulator until interrupted and prints the URL it listens on
-  (``--port 0`` picks a free port) as its first line.
+  (``--port 0`` picks a free port) as its first line; with ``--tls-cert``/``--tls-key``
+  it serves HTTPS only (the stand-in for a provider or gateway behind TLS).
 * ``register`` registers an episode at a running emulator (its admin API) and prints
   the token and the base URLs / environment to give the CLI.
 * ``ledger`` summarises an episode ledger (requests, faults, the ground-truth vector).
@@ -76,11 +77,28 @@ def serve_command(
             help="a credential answered as expired (same forms); repeatable",
         ),
     ] = None,
+    tls_cert: Annotated[
+        Path | None,
+        typer.Option(
+            "--tls-cert",
+            help="serve HTTPS with this certificate chain (PEM), e.g. one for a gateway's "
+            "name from a private CA; needs --tls-key",
+        ),
+    ] = None,
+    tls_key: Annotated[
+        Path | None, typer.Option("--tls-key", help="the private key (PEM) of --tls-cert")
+    ] = None,
 ) -> None:
     """Serve the emulator until interrupted."""
     from pairlab.adapters.emulator import ProviderEmulator
     from pairlab.adapters.emulator.auth_gate import AuthGate
+    from pairlab.adapters.emulator.server import server_tls_context
 
+    if (tls_cert is None) != (tls_key is None):
+        raise InvalidInputError(
+            "--tls-cert and --tls-key go together", reason=ReasonCode.INVALID_INPUT
+        )
+    tls = server_tls_context(tls_cert, tls_key) if tls_cert and tls_key else None
     if (accept_credential or expired_credential) and not require_auth:
         raise InvalidInputError(
             "--accept-credential and --expired-credential need --require-auth",
@@ -101,6 +119,7 @@ def serve_command(
         catalog_dir=catalog_dir,
         keep_requests=keep_requests,
         auth=gate,
+        tls=tls,
     ).start()
     auth_note = f", credentials required ({len(gate.accepted)} accepted)" if gate else ""
     typer.echo(f"pairlab emulator listening on {emulator.url} (ledgers in {ledger_dir}{auth_note})")

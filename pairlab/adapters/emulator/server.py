@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import contextlib
 import socket
+import ssl
 import threading
 import time
 from collections.abc import Callable
@@ -40,6 +41,7 @@ from pairlab.core.emulator.request_ledger import (
 from pairlab.core.errors import EnvironmentUnavailable, ReasonCode
 from pairlab.core.schemas.usage import UsageVector
 
+TLS_HANDSHAKE_TIMEOUT_S: Final = 30.0
 MAX_BODY_BYTES: Final = 32 * 1024 * 1024
 CODEX_PROVIDER_ID: Final = "pairlab-emulator"
 CODEX_KEY_ENV: Final = "PAIRLAB_EMULATOR_KEY"
@@ -127,12 +129,50 @@ class _Handler(BaseHTTPRequestHandler):
 
 
 class _Server(ThreadingHTTPServer):
+    """HTTP, or HTTPS with ``tls``: each accepted connection's TLS handshake runs in its
+    own handler thread (a client that refuses the certificate ends only its connection)."""
+
     daemon_threads = True
     allow_reuse_address = True
 
-    def __init__(self, address: tuple[str, int], service: EmulatorService) -> None:
+    def __init__(
+        self,
+        address: tuple[str, int],
+        service: EmulatorService,
+        tls: ssl.SSLContext | None = None,
+    ) -> None:
         super().__init__(address, _Handler)
         self.service = service
+        self.tls = tls
+
+    def get_request(self) -> tuple[socket.socket, object]:
+        sock, address = super().get_request()
+        if self.tls is None:
+            return sock, address
+        return self.tls.wrap_socket(sock, server_side=True, do_handshake_on_connect=False), address
+
+    def finish_request(self, request: object, client_address: object) -> None:
+        if isinstance(request, ssl.SSLSocket):
+            request.settimeout(TLS_HANDSHAKE_TIMEOUT_S)
+            try:
+                request.do_handshake()
+            except (ssl.SSLError, OSError):
+                return  # the client refused the certificate (or went away): nothing served
+            request.settimeout(None)
+        super().finish_request(request, client_address)  # type: ignore[arg-type]
+
+
+def server_tls_context(cert_file: Path, key_file: Path) -> ssl.SSLContext:
+    """The emulator's TLS context: its certificate chain (PEM) and private key."""
+    context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    try:
+        context.load_cert_chain(cert_file, key_file)
+    except (OSError, ssl.SSLError) as exc:
+        raise EnvironmentUnavailable(
+            f"cannot load the TLS certificate {cert_file} / key {key_file}: {exc}",
+            reason=ReasonCode.ENVIRONMENT_UNAVAILABLE,
+        ) from exc
+    return context
 
 
 @dataclass(frozen=True)
@@ -215,7 +255,9 @@ class ProviderEmulator:
         accounts: dict[str, AccountPlan] | None = None,
         keep_requests: bool = False,
         auth: AuthGate | None = None,
+        tls: ssl.SSLContext | None = None,
     ) -> None:
+        self.tls = tls
         self.service = EmulatorService(
             ledger_dir,
             catalog_dir=catalog_dir,
@@ -235,7 +277,7 @@ class ProviderEmulator:
         host, port = self._server.server_address[:2]
         name = host.decode() if isinstance(host, bytes) else str(host)
         shown = name if ":" not in name else f"[{name}]"
-        return f"http://{shown}:{port}"
+        return f"{'https' if self.tls else 'http'}://{shown}:{port}"
 
     @property
     def bound_port(self) -> int:
@@ -246,7 +288,7 @@ class ProviderEmulator:
 
     def start(self) -> ProviderEmulator:
         try:
-            self._server = _Server((self.host, self.port), self.service)
+            self._server = _Server((self.host, self.port), self.service, self.tls)
         except OSError as exc:
             raise EnvironmentUnavailable(
                 f"the provider emulator cannot listen on {self.host}:{self.port}: {exc}",
