@@ -7,6 +7,7 @@ import contextlib
 import json
 import os
 import signal
+import ssl
 import subprocess
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -15,12 +16,14 @@ from pathlib import Path
 import httpx
 
 from tests.support import CATALOG_DIR, REPO_ROOT, pairlab_argv
+from tests.tls_support import TlsCa
 
 
 @dataclass
 class StandIn:
     url: str
     ledgers: Path
+    ca_file: str | None = None  # the CA this process trusts for its admin API (TLS stand-in)
 
     def register(self, task_id: str, five_hour_limit: float | None = None) -> str:
         """Register one episode over the admin API; its base URL (``<url>/e/<token>``).
@@ -29,17 +32,23 @@ class StandIn:
         payload: dict[str, object] = {"task_id": task_id}
         if five_hour_limit is not None:
             payload |= {"account": "windowed", "plan": {"five_hour_limit": five_hour_limit}}
-        answer = httpx.post(f"{self.url}/admin/episodes", json=payload)
+        verify = ssl.create_default_context(cafile=self.ca_file) if self.ca_file else True
+        answer = httpx.post(f"{self.url}/admin/episodes", json=payload, verify=verify)
         answer.raise_for_status()
         return f"{self.url}/e/{answer.json()['token']}"
 
 
 @contextlib.contextmanager
 def running_standin(
-    root: Path, *accept: str, expired: tuple[str, ...] = (), env: dict[str, str] | None = None
+    root: Path,
+    *accept: str,
+    expired: tuple[str, ...] = (),
+    env: dict[str, str] | None = None,
+    tls: TlsCa | None = None,
 ) -> Iterator[StandIn]:
     """The stand-in accepting ``accept`` (``env:VAR``/``file:PATH``/values; variables from
-    ``env``, default this process's), answering ``expired`` as expired; stopped with SIGINT."""
+    ``env``, default this process's), answering ``expired`` as expired; stopped with SIGINT.
+    ``tls``: HTTPS only, with the test CA's certificate; its URL then names ``tls.name``."""
     argv = pairlab_argv(
         "emulator", "serve", "--port", "0", "--ledger-dir", str(root / "ledgers"),
         "--catalog-dir", str(CATALOG_DIR), "--require-auth",
@@ -48,6 +57,8 @@ def running_standin(
         argv += ["--accept-credential", credential]
     for credential in expired:
         argv += ["--expired-credential", credential]
+    if tls is not None:
+        argv += ["--tls-cert", str(tls.cert), "--tls-key", str(tls.key)]
     server = subprocess.Popen(
         argv,
         stdout=subprocess.PIPE,
@@ -62,7 +73,12 @@ def running_standin(
         assert "credentials required" in first, first + (
             server.stderr.read() if server.stderr else ""
         )
-        yield StandIn(url=first.split()[4], ledgers=root / "ledgers")
+        url = first.split()[4]
+        if tls is None:
+            yield StandIn(url=url, ledgers=root / "ledgers")
+        else:
+            port = url.rsplit(":", 1)[1]
+            yield StandIn(f"https://{tls.name}:{port}", root / "ledgers", str(tls.ca_pem))
     finally:
         server.send_signal(signal.SIGINT)
         try:

@@ -8,6 +8,8 @@ certification (``pairlab certify --account``: certified, stale with why, failed,
 certified; ``core/account_certification``). ``add --replace`` keeps the account's
 certification, which then goes stale if what it proved changed. docs/accounts.md walks
 through it.
+``add --ca-file PATH`` declares the private CA of a gateway's TLS certificate (PEM
+certificates, not a secret: stored in the record; see provider_tls).
 """
 
 from __future__ import annotations
@@ -55,6 +57,19 @@ def _read_credential(from_env: str | None, from_file: Path | None) -> str:
     return value.strip()
 
 
+def _read_ca_file(path: Path) -> str:
+    """The CA bundle of ``--ca-file``: its PEM certificates (core/accounts.check_ca_bundle)."""
+    from pairlab.core.accounts import check_ca_bundle
+
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise InvalidInputError(
+            f"cannot read --ca-file {path}: {exc}", reason=ReasonCode.INVALID_CA_BUNDLE
+        ) from exc
+    return check_ca_bundle(text, source=f"--ca-file {path}")
+
+
 def register(app: typer.Typer) -> None:
     account = typer.Typer(
         help="Register the credentials of real accounts (Claude, Codex) once; never printed.",
@@ -87,6 +102,15 @@ def register(app: typer.Typer) -> None:
                 "--provider-url",
                 help="another provider URL (a gateway, a proxy, the stand-in); default: the "
                 "CLI's own provider",
+            ),
+        ] = None,
+        ca_file: Annotated[
+            Path | None,
+            typer.Option(
+                "--ca-file",
+                help="PEM certificate(s) of a private CA that signs the provider URL's TLS "
+                "certificate (a corporate gateway); trusted besides the public roots, stored "
+                "in the account record (not a secret)",
             ),
         ] = None,
         replace: Annotated[bool, typer.Option("--replace", help="overwrite an account")] = False,
@@ -123,6 +147,7 @@ def register(app: typer.Typer) -> None:
                 f"--provider-url {provider_url!r} is not an http(s) URL",
                 reason=ReasonCode.INVALID_ACCOUNT,
             )
+        ca_bundle = _read_ca_file(ca_file) if ca_file is not None else None
         credential = _read_credential(from_env, from_file)
         seen = recognise_kind(client, credential, declared)
         store = open_account_store()
@@ -134,6 +159,7 @@ def register(app: typer.Typer) -> None:
             stored_in=store.location,
             added_at=datetime.now(UTC).replace(microsecond=0),
             certification=_kept_certification(store, name) if replace else None,
+            ca_bundle=ca_bundle,
         )
         store.save(record, credential, replace=replace)
         status = certification_here(record)
@@ -163,9 +189,10 @@ def register(app: typer.Typer) -> None:
             return
         typer.echo(f"store: {store.location}")
         for r, status in zip(records, statuses, strict=True):
+            ca = " (private CA)" if r.ca_bundle else ""
             typer.echo(
                 f"{r.name:<20} {r.client:<7} {r.kind:<19} {r.effective_provider_url:<32} "
-                f"{r.added_at.isoformat()}  {status.short()}"
+                f"{r.added_at.isoformat()}  {status.short()}{ca}"
             )
             typer.echo(f"  certification: {status.line(r.name)}")
 

@@ -26,10 +26,15 @@ The rules:
 * ``provider_url`` ``None`` means the CLI's own provider (:data:`DEFAULT_PROVIDER_URLS`;
   a ChatGPT login's is the ChatGPT backend, :data:`CHATGPT_PROVIDER_URL`); an account may
   name another (a gateway, a proxy, the stand-in provider).
+* ``ca_bundle``: the PEM certificates of a private CA the provider's TLS certificate is
+  signed by (a corporate gateway), trusted *in addition to* the public roots. Not a
+  secret (certificates only: a private key is refused, :func:`check_ca_bundle`); kept in
+  the record itself, so a worker on another machine has it too.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 import re
 from collections.abc import Mapping
@@ -89,6 +94,7 @@ class Account(StrictModel):
     added_at: datetime
     # the latest certify run on the account (core/account_certification); None: never
     certification: AccountCertification | None = None
+    ca_bundle: str | None = None  # PEM certificates of the provider's private CA
 
     def certification_status(self, cli_version: str | None) -> CertificationStatus:
         """Is the recorded certification still what holds, with ``cli_version`` of the
@@ -118,7 +124,41 @@ class Account(StrictModel):
             "isDefaultProvider": self.provider_url is None,
             "storedIn": self.stored_in,
             "addedAt": self.added_at.isoformat(),
+            "caBundle": ca_bundle_summary(self.ca_bundle) if self.ca_bundle else None,
         }
+
+
+_PEM_CERTIFICATE = re.compile(
+    r"-----BEGIN CERTIFICATE-----\s+[A-Za-z0-9+/=\s]+?-----END CERTIFICATE-----"
+)
+
+
+def check_ca_bundle(text: str, *, source: str = "the CA file") -> str:
+    """A CA bundle as stored: its PEM ``CERTIFICATE`` blocks, one after another.
+
+    None -> ``invalid-ca-bundle`` (exit 2); so is any private key in it (a CA file is
+    public; a key next to it is a mistake that must not be stored)."""
+    if "PRIVATE KEY" in text:
+        raise InvalidInputError(
+            f"{source} holds a private key; give the CA's certificate(s) only",
+            reason=ReasonCode.INVALID_CA_BUNDLE,
+        )
+    blocks = _PEM_CERTIFICATE.findall(text)
+    if not blocks:
+        raise InvalidInputError(
+            f"{source} holds no PEM certificate (-----BEGIN CERTIFICATE-----)",
+            reason=ReasonCode.INVALID_CA_BUNDLE,
+        )
+    return "\n".join(b.strip() for b in blocks) + "\n"
+
+
+def ca_bundle_summary(bundle: str) -> dict[str, object]:
+    """What a listing shows of a CA bundle: how many certificates, and a digest to tell
+    two bundles apart (not a certificate fingerprint)."""
+    return {
+        "certificates": len(_PEM_CERTIFICATE.findall(bundle)),
+        "sha256": hashlib.sha256(bundle.encode()).hexdigest()[:16],
+    }
 
 
 class AccountStore(Protocol):

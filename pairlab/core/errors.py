@@ -84,6 +84,9 @@ class ReasonCode(StrEnum):
     CREDENTIAL_REJECTED = "credential-rejected"
     CREDENTIAL_STORE_INSECURE = "credential-store-insecure"
     CREDENTIAL_IN_PARAMETER = "credential-in-parameter"
+    # the provider's TLS certificate is not trusted (a gateway's private CA not declared)
+    PROVIDER_TLS_UNTRUSTED = "provider-tls-untrusted"
+    INVALID_CA_BUNDLE = "invalid-ca-bundle"
     # a percent-of-window ceiling on an account that has no subscription window (an API key)
     NO_SUBSCRIPTION_WINDOW = "no-subscription-window"
     # a run's approved ceiling (core/budget.py): stopped scheduling, resumable

@@ -53,3 +53,31 @@ def test_a_rejection_stops_with_credential_rejected() -> None:
         stop_on_rejected_credential("claude", "own", CLAUDE_401)
     assert stopped.value.reason == ReasonCode.CREDENTIAL_REJECTED
     assert "'own'" in stopped.value.message and "Invalid API key" in stopped.value.message
+
+
+# Claude Code 2.1.332's result line against a TLS stand-in whose CA it was not given
+CLAUDE_TLS_UNTRUSTED = json.dumps(
+    {
+        "type": "result",
+        "subtype": "success",
+        "is_error": True,
+        "api_error_status": None,
+        "api_error": "tls_untrusted_ca",
+        "result": "API Error: Unable to connect to API: SSL certificate verification failed "
+        "(UNABLE_TO_VERIFY_LEAF_SIGNATURE). The certificates the server sent don't lead to a "
+        "trusted authority. ... If it is a TLS-inspecting corporate proxy or a gateway signed "
+        "by a private CA, set NODE_EXTRA_CA_CERTS to that CA bundle, or add it to the system "
+        "certificate store · see https://code.claude.com/docs/en/network-config",
+        "terminal_reason": "api_error",
+    }
+)
+
+
+def test_an_untrusted_provider_certificate_is_not_a_rejected_credential() -> None:
+    assert rejected_credential("claude", CLAUDE_TLS_UNTRUSTED) is None
+    with pytest.raises(InvalidInputError) as caught:
+        stop_on_rejected_credential("claude", "gw", CLAUDE_TLS_UNTRUSTED)
+    assert caught.value.reason == ReasonCode.PROVIDER_TLS_UNTRUSTED
+    assert "UNABLE_TO_VERIFY_LEAF_SIGNATURE" in str(caught.value)
+    assert "--ca-file" in str(caught.value)
+    stop_on_rejected_credential("claude", "gw", CLAUDE_OK)  # an answer is no refusal

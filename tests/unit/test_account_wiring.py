@@ -136,3 +136,21 @@ def test_a_refused_chatgpt_login_is_read_from_codex_output() -> None:
         rejected_credential("codex", json.dumps({"type": "error", "message": NO_REFRESH_URL}))
         is None
     )
+
+
+@pytest.mark.parametrize(
+    ("kind", "variable"),
+    [
+        (CredentialKind.SUBSCRIPTION_TOKEN, "NODE_EXTRA_CA_CERTS"),
+        (CredentialKind.CHATGPT_AUTH_JSON, "CODEX_CA_CERTIFICATE"),
+    ],
+)
+def test_a_private_ca_is_given_in_the_variable_its_cli_reads(
+    kind: CredentialKind, variable: str
+) -> None:
+    account = _account(kind, "https://gateway.corp.example")
+    profile = load_named_profile(account.client)
+    wired = account_run_profile(profile, account, ca_path="/run/pairlab-provider-ca.pem")
+    assert wired.env[variable] == "/run/pairlab-provider-ca.pem"
+    assert variable not in account_run_profile(profile, account).env
+    assert variable not in wired.secrets  # a CA is public: no secret

@@ -91,3 +91,18 @@ def test_the_stamp_a_run_records_names_no_credential_and_says_what_the_kind_mean
         " · account own (claude subscription-token at the provider; "
         "subscription windows read from the provider's usage endpoint)"
     )
+
+
+CERT = "-----BEGIN CERTIFICATE-----\nMIIBdzCCAR2gAwIBAgIU\nAbCd+/==\n-----END CERTIFICATE-----"
+
+
+def test_a_ca_bundle_keeps_its_certificates_and_refuses_keys_and_nothing() -> None:
+    from pairlab.core.accounts import ca_bundle_summary, check_ca_bundle
+
+    bundle = check_ca_bundle(f"subject=CN x\n{CERT}\n\nissuer=...\n{CERT}\n")
+    assert bundle == f"{CERT}\n{CERT}\n"  # the PEM blocks only, the comments dropped
+    assert ca_bundle_summary(bundle)["certificates"] == 2
+    for text in (f"{CERT}\n-----BEGIN PRIVATE KEY-----\nAA==\n-----END PRIVATE KEY-----", "x"):
+        with pytest.raises(InvalidInputError) as caught:
+            check_ca_bundle(text)
+        assert caught.value.reason == ReasonCode.INVALID_CA_BUNDLE

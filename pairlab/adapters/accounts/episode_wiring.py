@@ -12,6 +12,9 @@ declares exactly one secret, the variable its CLI reads the credential from:
 | codex | api-key | the profile's provider ``env_key`` | the profile's provider ``base_url`` = provider URL |
 | codex | chatgpt-auth-json | none: ``$CODEX_HOME/auth.json`` | the provider with ``requires_openai_auth`` and ``base_url`` = provider URL |
 
+An account with a CA bundle (a gateway's private CA) also sets ``NODE_EXTRA_CA_CERTS``
+(claude) or ``CODEX_CA_CERTIFICATE`` (codex) to the bundle's file (``provider_tls``).
+
 A ChatGPT login is Codex's own ``auth.json``, written into the episode's fresh
 ``CODEX_HOME`` (:func:`account_secret_files`; the backends remove it after the run and
 never collect it). Codex then sends ``Authorization: Bearer <tokens.access_token>`` and
@@ -43,6 +46,7 @@ import json
 from collections.abc import Mapping
 from datetime import UTC, datetime
 
+from pairlab.adapters.accounts.provider_tls import CA_VARIABLES
 from pairlab.adapters.accounts.quota_wiring import account_quota_source
 from pairlab.adapters.run.provider import DUMMY_CREDENTIALS
 from pairlab.core.accounts import Account, CredentialKind
@@ -103,11 +107,16 @@ def _pointed(values: list[str], base: str) -> list[str]:
 
 
 def account_run_profile(
-    profile: RunnerProfile, account: Account, *, provider_url: str | None = None
+    profile: RunnerProfile,
+    account: Account,
+    *,
+    provider_url: str | None = None,
+    ca_path: str | None = None,
 ) -> RunnerProfile:
     """The profile as the account runs it (see the module doc); refuses a client mismatch.
     ``provider_url``: the provider as the agent reaches it (on Docker, through the run
-    network), by default the account's own."""
+    network), by default the account's own. ``ca_path``: where the agent reads the
+    account's CA bundle (``provider_tls``), given in the variable its CLI takes it from."""
     if profile.client != account.client:
         raise InvalidInputError(
             f"account {account.name!r} is a {account.client} account; profile "
@@ -127,6 +136,8 @@ def account_run_profile(
     secrets: list[str] = []
     args = _pointed(profile.args, base)
     env = {k: v.replace(EMULATOR_URL, base) for k, v in profile.env.items()}
+    if ca_path is not None:
+        env[CA_VARIABLES[account.client]] = ca_path
     if account.kind == CredentialKind.CHATGPT_AUTH_JSON:
         args = _chatgpt_args(args, url)
         env["CODEX_REFRESH_TOKEN_URL_OVERRIDE"] = NO_REFRESH_URL

@@ -8,10 +8,14 @@ endpoint (``quota_wiring.usage_url``, ``.../backend-api/wham/usage``) with the l
 access token as a bearer and ``ChatGPT-Account-Id``, as Codex sends them. A 401 or 403 is
 ``credential-rejected`` (exit 2) with the provider's own message; any other answer
 means the provider did not refuse the credential (the stand-in answers 404 for the model
-list once the credential passes). No answer at all is ``environment-unavailable`` (exit 3).
+list once the credential passes). No answer at all is ``environment-unavailable`` (exit 3);
+a TLS certificate it does not trust (the public roots plus the account's CA bundle,
+``provider_tls``) is ``provider-tls-untrusted`` (exit 2).
 """
 
 from __future__ import annotations
+
+import ssl
 
 import httpx
 
@@ -52,11 +56,32 @@ def _provider_message(response: httpx.Response) -> str:
     return response.text[:200]
 
 
+def _verification_error(exc: BaseException) -> ssl.SSLCertVerificationError | None:
+    """The certificate verification error under an httpx error (its chain), if any."""
+    seen: BaseException | None = exc
+    while seen is not None:
+        if isinstance(seen, ssl.SSLCertVerificationError):
+            return seen
+        seen = seen.__cause__ or seen.__context__
+    return None
+
+
 def probe_credential(account: Account, credential: str) -> int:
     """The provider's HTTP status for the credential; raises when it refused it."""
+    from pairlab.adapters.accounts.provider_tls import trust_context, untrusted_provider
+
     url, headers = _request(account, credential)
     try:
-        response = httpx.get(url, headers=headers, timeout=TIMEOUT_S)
+        response = httpx.get(url, headers=headers, timeout=TIMEOUT_S, verify=trust_context(account))
+    except httpx.ConnectError as exc:
+        cause = _verification_error(exc)
+        if cause is not None:
+            raise untrusted_provider(account, url, cause) from exc
+        raise EnvironmentUnavailable(
+            f"the provider at {account.effective_provider_url} did not answer: "
+            f"{exc.__class__.__name__}",
+            reason=ReasonCode.ENVIRONMENT_UNAVAILABLE,
+        ) from exc
     except httpx.HTTPError as exc:
         raise EnvironmentUnavailable(
             f"the provider at {account.effective_provider_url} did not answer: "

@@ -12,11 +12,20 @@ host and port:
   gateway's name) keeps its URL: the container resolves that one name to the relay
   (``/etc/hosts``), which listens on the URL's port, and the host connects to the name.
   TLS runs end to end between the CLI and the provider (the relay copies bytes), so the
-  certificate is checked against the name as usual. The relay, an unprivileged user,
-  listens on that port (443): Docker 20.10+ sets ``ip_unprivileged_port_start=0`` in a
-  container's network namespace (measured here). Measured offline with a named host
-  resolving to this machine (plain HTTP to the stand-in); TLS to a real provider is not
-  exercised here (no network).
+  certificate is checked against the name as usual, with the public roots and the
+  account's own CA if it declares one (``provider_tls``: ``NODE_EXTRA_CA_CERTS`` /
+  ``CODEX_CA_CERTIFICATE``, the bundle mounted read-only). The relay, an unprivileged
+  user, listens on that port (443): Docker 20.10+ sets ``ip_unprivileged_port_start=0``
+  in a container's network namespace (measured here).
+
+Measured offline (tests/integration/test_account_provider_tls.py): the stand-in provider
+serving HTTPS only, with a certificate for this machine's host name (resolving to
+127.0.0.1) from a CA made in the test; Claude Code 2.1.332 and Codex 0.163.0 on Docker,
+through this route and the relay, each complete an episode whose requests reach the
+stand-in over TLS, trusting the CA only through the account's ``--ca-file``; without it
+(or with a URL the certificate does not name) the run is refused, ``provider-tls-untrusted``.
+What is not exercised here (no network): the real providers' certificates and
+connections to them, and a gateway on another machine.
 
 So the container reaches exactly the provider's host and port. Egress is the host's:
 the process running the episodes (the worker) must be allowed to reach that host and

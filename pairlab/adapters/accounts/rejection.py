@@ -15,6 +15,13 @@ names no credential: the providers mask keys in their answers).
   0.163.0 against the stand-in. A refresh that fails without a 401 (a stale
   ``last_refresh``) is only logged and the turn goes on, so that message means the
   provider refused the access token.
+
+A provider whose TLS certificate the CLI does not trust is not a rejected credential:
+``provider-tls-untrusted`` (:func:`untrusted_tls`). Claude Code 2.1.332 says so in its
+``result`` line (``api_error`` ``tls_untrusted_ca``, or a ``result`` text "SSL certificate
+verification failed"). Codex 0.163.0 does not (it retries "error sending request" until
+the episode's timeout), so for both CLIs the run first checks the provider's certificate
+itself, before anything runs (``provider_tls.check_provider_tls``).
 """
 
 from __future__ import annotations
@@ -45,8 +52,33 @@ def rejected_credential(client: str, stdout: str) -> str | None:
     return None
 
 
+_TLS_ERRORS = ("tls_untrusted_ca", "tls_cert_invalid", "tls_hostname_mismatch")
+
+
+def untrusted_tls(client: str, stdout: str) -> str | None:
+    """The CLI's message when it did not trust the provider's TLS certificate, else None."""
+    if client != "claude":
+        return None
+    for event in json_lines(stdout):
+        if event.get("type") != "result":
+            continue
+        text = str(event.get("result") or "")
+        if event.get("api_error") in _TLS_ERRORS or "SSL certificate verification failed" in text:
+            return text or str(event.get("api_error"))
+    return None
+
+
 def stop_on_rejected_credential(client: str, account: str, stdout: str) -> None:
-    """Raise ``credential-rejected`` (exit 2) when the episode's CLI says so."""
+    """Raise ``credential-rejected`` (exit 2) when the episode's CLI says so, or
+    ``provider-tls-untrusted`` when it did not trust the provider."""
+    untrusted = untrusted_tls(client, stdout)
+    if untrusted is not None:
+        raise InvalidInputError(
+            f"account {account!r}: {client} did not trust the provider's TLS certificate "
+            f"({untrusted[:300]}); nothing was recorded. A gateway with a private CA: register "
+            "the account again with `--ca-file CA.pem --replace`",
+            reason=ReasonCode.PROVIDER_TLS_UNTRUSTED,
+        )
     message = rejected_credential(client, stdout)
     if message is not None:
         raise InvalidInputError(

@@ -21,7 +21,9 @@ what the agent does (exit code, timeout, OOM) comes back as a RunOutcome.
 Secrets (declared secret variables, and ``secret_files`` such as a ChatGPT login's
 auth.json) never enter the container's configuration: they reach the CLI through a
 private directory mounted for the episode only and a ``/bin/sh`` wrapper
-(``secret_files``); ``docker inspect`` shows their mount, never their values.
+(``secret_files``); ``docker inspect`` shows their mount, never their values. Public
+files an episode reads (``read_only_files``: an account's CA bundle) are bind-mounted
+read-only at their container path.
 """
 
 from __future__ import annotations
@@ -149,8 +151,12 @@ class DockerBackend:
         clean_orphans: bool = True,
         run_network: RunNetwork | None = None,
         secret_files: Mapping[str, str] | None = None,
+        read_only_files: Mapping[str, Path] | None = None,
     ) -> None:
         self.client = client if client is not None else connect()
+        # public host files each episode reads, bind-mounted read-only at their container
+        # path (an account's CA bundle: adapters/accounts/provider_tls)
+        self.read_only_files = dict(read_only_files or {})
         # credentials the CLI reads from files in its HOME (secret_files module)
         self.secret_files = dict(secret_files or {})
         self.host_env = dict(os.environ if host_env is None else host_env)
@@ -214,6 +220,8 @@ class DockerBackend:
         if self.run_network is not None:
             network = self.run_network.episode_options()
             binds.update(self.run_network.episode_binds())
+        for target, source in self.read_only_files.items():
+            binds[str(Path(source).resolve())] = {"bind": target, "mode": "ro"}
         return binds, network
 
     def _populate(self, container: Any, spec: EpisodeSpec, sub: str) -> None:

@@ -52,6 +52,7 @@ from pairlab.core.schemas.profile import RunnerProfile
 from pairlab.core.schemas.usage import UsageVector
 
 if TYPE_CHECKING:  # the emulator is imported only by runs that open one
+    from pairlab.adapters.accounts.provider_tls import ProviderCaFile
     from pairlab.adapters.backends.run_network import RunNetwork
     from pairlab.adapters.run.provider import EpisodeEndpoint, GroundTruthCheck, RunEndpoint
 
@@ -66,6 +67,7 @@ class RunEnvironment:
     provider: RunEndpoint | None = None
     account: AccountStamp | None = None  # the registered account it runs on (never its credential)
     network: RunNetwork | None = None  # an account on Docker: the run network to its provider
+    ca_file: ProviderCaFile | None = None  # an account's private CA, as a file for the run
 
     def register(
         self,
@@ -170,6 +172,8 @@ class RunEnvironment:
             self.provider.close()
         if self.network is not None:
             self.network.close()
+        if self.ca_file is not None:
+            self.ca_file.close()
 
 
 def open_run_environment(
@@ -222,40 +226,59 @@ def _account_environment(
         account_secret_files,
         check_chatgpt_login,
     )
+    from pairlab.adapters.accounts.provider_tls import PROVIDER_CA_MOUNT, check_provider_tls
     from pairlab.adapters.accounts.selection import load_account
     from pairlab.adapters.backends.factory import make_backend
 
     record, credential = load_account(account)
     check_chatgpt_login(record, credential)
+    # an untrusted provider certificate is refused here: a CLI may only retry it
+    check_provider_tls(record)
     files = account_secret_files(record, credential)
     stamp = AccountStamp.of(record, certification_here(record))
-    if backend_name != "docker":
-        wired = account_run_profile(profile, record)
-        host_env = account_host_env(wired, credential, os.environ)
-        backend = make_backend(backend_name, run_id=run_id, host_env=host_env, secret_files=files)
-        return RunEnvironment(backend, wired, account=stamp)
-    from pairlab.adapters.accounts.provider_route import provider_route
-    from pairlab.adapters.backends.run_network import open_run_network
-    from pairlab.adapters.docker_engine import connect
-    from pairlab.adapters.run.provider import ensure_client_image
+    from pairlab.adapters.accounts.provider_tls import ProviderCaFile
 
-    route = provider_route(record.effective_provider_url)
-    wired = account_run_profile(profile, record, provider_url=route.container_url)
-    wired = wired.model_copy(update={"image": ensure_client_image(profile)})
-    host_env = account_host_env(wired, credential, os.environ)
-    network = open_run_network(connect(), run_id, [route.service], image=wired.image)
+    ca_file = ProviderCaFile(record.ca_bundle) if record.ca_bundle else None
+    network: RunNetwork | None = None
     try:
+        if backend_name != "docker":
+            ca_path = str(ca_file.path) if ca_file else None
+            wired = account_run_profile(profile, record, ca_path=ca_path)
+            host_env = account_host_env(wired, credential, os.environ)
+            backend = make_backend(
+                backend_name, run_id=run_id, host_env=host_env, secret_files=files
+            )
+            return RunEnvironment(backend, wired, account=stamp, ca_file=ca_file)
+        from pairlab.adapters.accounts.provider_route import provider_route
+        from pairlab.adapters.backends.run_network import open_run_network
+        from pairlab.adapters.docker_engine import connect
+        from pairlab.adapters.run.provider import ensure_client_image
+
+        route = provider_route(record.effective_provider_url)
+        wired = account_run_profile(
+            profile,
+            record,
+            provider_url=route.container_url,
+            ca_path=PROVIDER_CA_MOUNT if ca_file else None,
+        )
+        wired = wired.model_copy(update={"image": ensure_client_image(profile)})
+        host_env = account_host_env(wired, credential, os.environ)
+        network = open_run_network(connect(), run_id, [route.service], image=wired.image)
         backend = make_backend(
             "docker",
             run_id=run_id,
             host_env=host_env,
             run_network=network,
             secret_files=files,
+            read_only_files={PROVIDER_CA_MOUNT: ca_file.path} if ca_file else None,
         )
     except BaseException:
-        network.close()
+        if network is not None:
+            network.close()
+        if ca_file is not None:
+            ca_file.close()
         raise
-    return RunEnvironment(backend, wired, account=stamp, network=network)
+    return RunEnvironment(backend, wired, account=stamp, network=network, ca_file=ca_file)
 
 
 Prepare = Callable[[ExecutionBackend, EpisodeSpec], PreparedEpisode]
