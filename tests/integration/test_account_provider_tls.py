@@ -13,6 +13,7 @@ anything runs (``provider-tls-untrusted``), not taken for a rejected credential.
 from __future__ import annotations
 
 import json
+import os
 import secrets
 import subprocess
 from pathlib import Path
@@ -140,3 +141,45 @@ def test_an_untrusted_provider_certificate_is_refused_with_its_reason(tmp_path: 
     assert "unable to get local issuer" in json.loads(answers["none"][0].stdout)["error"]
     assert requests == []
     assert not (tmp_path / "none" / "manifest.json").exists()
+
+
+def test_subscription_windows_are_read_through_the_private_ca(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The account's quota probe (Claude's OAuth usage endpoint) trusts the account's CA
+    too: with it the windows are read over TLS; with another CA they are unknown
+    (``tls-untrusted``), never 0."""
+    from pairlab.adapters.accounts.quota_wiring import account_quota_source
+    from pairlab.adapters.accounts.selection import load_account
+    from pairlab.adapters.profiles import load_named_profile
+    from pairlab.adapters.quota.account import snapshot_quota
+
+    tls = make_test_ca(tmp_path / "pki", machine_name())
+    other = make_test_ca(tmp_path / "other", machine_name(), label="another CA")
+    token = f"sk-ant-oat01-PLANTED{secrets.token_hex(12)}"
+    env = local_accounts_env(tmp_path, PLANTED_CREDENTIAL=token)
+    for name, value in env.items():
+        if name.startswith("PAIRLAB_ACCOUNT"):
+            monkeypatch.setenv(name, value)
+    for name in [n for n in os.environ if n.startswith("PREFECT_API")]:
+        monkeypatch.delenv(name)
+    with running_standin(tmp_path / "standin", token, tls=tls) as standin:
+        looks = {}
+        for name, ca in (("gw", tls), ("wrong", other)):
+            added = _pairlab(
+                env, "account", "add", name, "--client", "claude", "--from-env",
+                "PLANTED_CREDENTIAL", "--provider-url", f"{standin.url}/a/ops",
+                "--ca-file", str(ca.ca_pem),
+            )  # fmt: skip
+            assert added.returncode == 0, added.stderr
+            account, _ = load_account(name)
+            profile = load_named_profile("claude")
+            looks[name] = snapshot_quota(
+                profile.model_copy(update={"quota": account_quota_source(account)}), None
+            )
+
+    assert {o.window for o in looks["gw"]} == {"five-hour", "seven-day"}
+    assert all(o.used_percent is not None for o in looks["gw"])
+    assert all(o.source == "claude-oauth-usage" for o in looks["gw"])
+    assert [o.used_percent for o in looks["wrong"]] == [None, None]
+    assert {o.source for o in looks["wrong"]} == {"claude-oauth-usage:unavailable:tls-untrusted"}

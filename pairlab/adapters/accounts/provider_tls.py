@@ -27,7 +27,8 @@ against the URL's host name. A certificate that does not verify is
 measured with Codex 0.163.0, a CLI that does not trust the provider does not say so --
 it retries "Reconnecting... waiting for network (error sending request)" until the
 episode's timeout. A provider that does not answer at all is left to the CLI (its own
-error, as before). No HTTP request is sent and no credential leaves the store.
+error, as before). No HTTP request is sent and no credential leaves the store. The
+subscription-window snapshots and ``account check --probe`` use the same trust.
 """
 
 from __future__ import annotations
@@ -49,19 +50,24 @@ PROVIDER_CA_MOUNT = "/run/pairlab-provider-ca.pem"
 HANDSHAKE_TIMEOUT_S = 15.0
 
 
+def trust_with(ca_bundle: str | None) -> ssl.SSLContext:
+    """A client TLS context: the public roots (certifi's), plus ``ca_bundle`` if given."""
+    context = ssl.create_default_context(cafile=certifi.where())
+    if ca_bundle:
+        context.load_verify_locations(cadata=ca_bundle)
+    return context
+
+
 def trust_context(account: Account) -> ssl.SSLContext:
     """A client TLS context trusting the public roots and the account's CA bundle."""
-    context = ssl.create_default_context(cafile=certifi.where())
-    if account.ca_bundle:
-        try:
-            context.load_verify_locations(cadata=account.ca_bundle)
-        except ssl.SSLError as exc:
-            raise InvalidInputError(
-                f"account {account.name!r}: its CA bundle does not load ({exc}); register it "
-                "again with --ca-file and --replace",
-                reason=ReasonCode.INVALID_CA_BUNDLE,
-            ) from exc
-    return context
+    try:
+        return trust_with(account.ca_bundle)
+    except ssl.SSLError as exc:
+        raise InvalidInputError(
+            f"account {account.name!r}: its CA bundle does not load ({exc}); register it "
+            "again with --ca-file and --replace",
+            reason=ReasonCode.INVALID_CA_BUNDLE,
+        ) from exc
 
 
 # OpenSSL's X509_V_ERR_HOSTNAME_MISMATCH and X509_V_ERR_IP_ADDRESS_MISMATCH
@@ -139,5 +145,6 @@ __all__ = [
     "ProviderCaFile",
     "check_provider_tls",
     "trust_context",
+    "trust_with",
     "untrusted_provider",
 ]

@@ -75,13 +75,15 @@ def chatgpt_tokens(credential: str) -> tuple[str, str | None]:
 
 def account_probe_options(account: Account, credential: str) -> dict[str, object]:
     """The probe's options for one snapshot: the usage URL and the credential in the form
-    the endpoint takes (never stored, never recorded)."""
+    the endpoint takes (never stored, never recorded), and the account's CA bundle."""
     if account.kind == CredentialKind.API_KEY:
         return {"provider": account.client}
+    tls: dict[str, object] = {"ca_bundle": account.ca_bundle} if account.ca_bundle else {}
     if account.kind == CredentialKind.CHATGPT_AUTH_JSON:
         access, account_id = chatgpt_tokens(credential)
-        return {"url": usage_url(account), "token": access, "account_id": account_id}
-    return {"url": usage_url(account), "token": credential}
+        options: dict[str, object] = {"url": usage_url(account), "token": access}
+        return options | {"account_id": account_id} | tls
+    return {"url": usage_url(account), "token": credential, **tls}
 
 
 def resolve_account_options(options: dict[str, object]) -> dict[str, object]:

@@ -36,7 +36,9 @@ class ClaudeOAuthUsageProbe:
         token: str | None = None,
         timeout_s: float = 10.0,
         max_retry_wait_s: float = 5.0,
+        ca_bundle: str | None = None,
     ) -> None:
+        self.ca_bundle = ca_bundle  # an account's private CA (PEM), besides the public roots
         self.url, self.token = url, token
         self.timeout_s, self.max_retry_wait_s = timeout_s, max_retry_wait_s
 
@@ -49,7 +51,11 @@ class ClaudeOAuthUsageProbe:
             "Accept": "application/json",
         }
         result = fetch_json(
-            self.url, headers, timeout_s=self.timeout_s, max_retry_wait_s=self.max_retry_wait_s
+            self.url,
+            headers,
+            timeout_s=self.timeout_s,
+            max_retry_wait_s=self.max_retry_wait_s,
+            ca_bundle=self.ca_bundle,
         )
         if result.data is None:
             return unknown_observations("claude", SOURCE, result.failure or "unknown")

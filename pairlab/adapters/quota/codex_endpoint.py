@@ -32,7 +32,9 @@ class CodexUsageEndpointProbe:
         account_id: str | None = None,
         timeout_s: float = 10.0,
         max_retry_wait_s: float = 5.0,
+        ca_bundle: str | None = None,
     ) -> None:
+        self.ca_bundle = ca_bundle  # an account's private CA (PEM), besides the public roots
         self.url, self.token, self.account_id = url, token, account_id
         self.timeout_s, self.max_retry_wait_s = timeout_s, max_retry_wait_s
 
@@ -43,7 +45,11 @@ class CodexUsageEndpointProbe:
         if self.account_id:
             headers["ChatGPT-Account-Id"] = self.account_id
         result = fetch_json(
-            self.url, headers, timeout_s=self.timeout_s, max_retry_wait_s=self.max_retry_wait_s
+            self.url,
+            headers,
+            timeout_s=self.timeout_s,
+            max_retry_wait_s=self.max_retry_wait_s,
+            ca_bundle=self.ca_bundle,
         )
         if result.data is None:
             return unknown_observations("codex", SOURCE, result.failure or "unknown")

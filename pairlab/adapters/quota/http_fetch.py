@@ -1,12 +1,15 @@
 """JSON over HTTP(S) with urllib: timeouts, and a bounded wait on 429 ``Retry-After``.
 
 Outcomes are values (``FetchResult``), never exceptions: a probe turns a failed
-fetch into explicit unknowns.
+fetch into explicit unknowns. ``ca_bundle``: PEM certificates trusted besides the public
+roots (an account's private CA, adapters/accounts/provider_tls); a certificate that does
+not verify is the failure ``tls-untrusted``.
 """
 
 from __future__ import annotations
 
 import json
+import ssl
 import time
 import urllib.error
 import urllib.request
@@ -45,14 +48,20 @@ def fetch_json(
     timeout_s: float = 10.0,
     max_retry_wait_s: float = 5.0,
     max_attempts: int = 2,
+    ca_bundle: str | None = None,
 ) -> FetchResult:
     """GET a JSON object; on 429 wait ``Retry-After`` if within the bound, then retry."""
+    context = None
+    if ca_bundle:
+        from pairlab.adapters.accounts.provider_tls import trust_with
+
+        context = trust_with(ca_bundle)
     attempts = 0
     while True:
         attempts += 1
         request = urllib.request.Request(url, headers=headers, method="GET")
         try:
-            with urllib.request.urlopen(request, timeout=timeout_s) as response:
+            with urllib.request.urlopen(request, timeout=timeout_s, context=context) as response:
                 body = response.read(4 * 1024 * 1024)
         except urllib.error.HTTPError as exc:
             retry = retry_after_seconds(exc.headers.get("Retry-After")) if exc.headers else None
@@ -63,7 +72,10 @@ def fetch_json(
                 return FetchResult(None, "rate-limited", attempts)
             time.sleep(retry)
             continue
-        except (urllib.error.URLError, TimeoutError, OSError):
+        except urllib.error.URLError as exc:
+            untrusted = isinstance(exc.reason, ssl.SSLCertVerificationError)
+            return FetchResult(None, "tls-untrusted" if untrusted else "unreachable", attempts)
+        except (TimeoutError, OSError):
             return FetchResult(None, "unreachable", attempts)
         try:
             data = json.loads(body)
