@@ -10,7 +10,8 @@ certification as the form showed it) is written to ``trials/approval.json`` and 
 manifest's ``approval``, and published with the run. On a registered account the form
 says its certification (``pairlab certify --account``: certified, stale with why, failed,
 or not certified; core/account_certification.py); it refuses nothing (DESIGN 4c sets no
-such gate): the approver decides.
+such gate): the approver decides. A credential pasted into the form's approver or note is
+refused by the server before it stores the input (issue 27, item 2; ``_approval_schema``).
 """
 
 from __future__ import annotations
@@ -26,23 +27,43 @@ from prefect.exceptions import Abort, FlowPauseTimeout
 from prefect.flow_runs import pause_flow_run, suspend_flow_run
 from prefect.input import RunInput
 from prefect.states import Cancelled
-from pydantic import ConfigDict, Field, model_validator
+from pydantic import ConfigDict, Field, ValidationInfo, field_validator, model_validator
 
-from flows.canary.manifest import TRIALS, budget_lines, manifest_markdown, show_manifest
+from flows.canary.manifest import (
+    TRIALS,
+    budget_lines,
+    expected_total_line,
+    manifest_markdown,
+    show_manifest,
+)
 from flows.params import CanaryTrialParams
 from pairlab.adapters.run.directory import RunDir
 from pairlab.core.account_certification import CertificationStatus
+from pairlab.core.accounts import refuse_credential_parameters
 from pairlab.core.canary import TrialManifest
+from pairlab.core.errors import InvalidInputError
+from pairlab.core.redaction import credential_regex
 from pairlab.core.schemas.quota import QuotaObservation
 from tasks.report import artifact_key
 
 Outcome = Literal["approved", "rejected", "timeout"]
 
 
+# What the server answers a credential pasted into a text field: a jsonschema ``const``
+# failure reads "'<this>' was expected", never the value typed.
+NO_CREDENTIAL = "no credential here (register it with pairlab account add)"
+TEXT_FIELDS = ("approver", "note")
+
+
 def _approval_schema(schema: dict[str, Any]) -> None:
     """The Resume form's schema: the budget acknowledgement is required (the form shows it
     as such, pre-set to off), and approving needs it on — enforced by the server, which
-    validates the input with this schema on resume."""
+    validates the input with this schema on resume (and stores it only once valid).
+
+    A credential pasted into the approver or the note is refused the same way, by the
+    server, so it is never stored (the rule of core/accounts.refuse_credential_parameters:
+    the redaction rules' credential kinds, core/redaction.credential_regex): the server's
+    refusal says which field, never the value."""
     required = schema.setdefault("required", [])
     if "budget_acknowledged" not in required:
         required.append("budget_acknowledged")
@@ -51,12 +72,18 @@ def _approval_schema(schema: dict[str, Any]) -> None:
         "properties": {"budget_acknowledged": {"const": True}},
         "required": ["budget_acknowledged"],
     }
+    for name in TEXT_FIELDS:
+        field = schema["properties"][name]
+        field["if"] = {"type": "string", "pattern": credential_regex()}
+        field["then"] = {"const": NO_CREDENTIAL}
 
 
 class CanaryApproval(RunInput):
     """Approve or reject a paused canary trial (the Resume form in the Prefect UI)."""
 
-    model_config = ConfigDict(extra="forbid", json_schema_extra=_approval_schema)
+    model_config = ConfigDict(
+        extra="forbid", json_schema_extra=_approval_schema, hide_input_in_errors=True
+    )
 
     approve: bool = Field(description="Run the trial (off = reject; nothing runs)")
     approver: str = Field(
@@ -67,6 +94,16 @@ class CanaryApproval(RunInput):
         False,
         description="I acknowledge the expected quota budget shown above (must be on to approve)",
     )
+
+    @field_validator(*TEXT_FIELDS)
+    @classmethod
+    def _no_credential(cls, value: str, info: ValidationInfo) -> str:
+        """The flow's own check of the rule the server enforces (see _approval_schema)."""
+        try:
+            refuse_credential_parameters({str(info.field_name): value})
+        except InvalidInputError as exc:
+            raise ValueError(str(exc)) from exc
+        return value
 
     @model_validator(mode="after")
     def _budget_ack(self) -> CanaryApproval:
@@ -83,41 +120,77 @@ def certification_lines(account: str, certification: CertificationStatus) -> lis
     return [f"Account `{account}`: {line}", ""]
 
 
+def ceiling_lines(
+    ceiling_tokens: int | None, ceiling_percent: float | None, on_account: bool
+) -> list[str]:
+    """The ceilings the approver signs, one short line each (their rule follows the budget,
+    :func:`ceiling_rules`); on an account without one, that there is none."""
+    lines = []
+    if ceiling_tokens is not None:
+        lines.append(f"**Ceiling: {ceiling_tokens:,} billed tokens.**")
+    if ceiling_percent is not None:
+        lines.append(f"**Ceiling: {ceiling_percent:g}% of each window.**")
+    if not lines and on_account:
+        lines.append("**No budget ceiling**: nothing stops the trial before its plan is done.")
+    return [line for text in lines for line in (text, "")]
+
+
+def ceiling_rules(ceiling_tokens: int | None, ceiling_percent: float | None) -> list[str]:
+    """How each ceiling holds (core/budget.py, core/budget_window.py)."""
+    rules = []
+    if ceiling_tokens is not None:
+        rules.append(
+            "The token ceiling: before each AB/BA pair the trial adds what it spent to what "
+            "the pair could spend and runs no further pair when that would cross it."
+        )
+    if ceiling_percent is not None:
+        rules.append(
+            "The window ceiling: before each AB/BA pair the trial reads the windows and runs "
+            "no further pair when what it used since it started plus what the pair could use "
+            "(whole-percent readings at their upper bound) would cross it."
+        )
+    if rules:
+        rules.append("A stopped trial is judged on the pairs that ran and ends budget-exhausted.")
+    return ["", " ".join(rules)] if rules else []
+
+
 def approval_description(
     manifest: TrialManifest,
     windows: Sequence[QuotaObservation] | None = None,
     ceiling_percent: float | None = None,
     certification: CertificationStatus | None = None,
+    ceiling_tokens: int | None = None,
 ) -> str:
     """The Resume form's description: what would run and its budget, with warnings;
     ``windows``: the account's windows read before the pause (each window's expected share
     of what remains, core/canary/window_share.py); ``certification``: the account's, as it
-    stands now (None: no account)."""
+    stands now (None: no account); ``ceiling_percent`` / ``ceiling_tokens``: the ceilings
+    the approver signs (``budget_window_percent``, ``budget_tokens``).
+
+    What the approver signs comes first (the account's certification, the ceilings, each
+    window's share with its warning), the totals, rules and revisions after: the v1 UI
+    shows the description in its own scrolling pane above the form (366 px high in a
+    1440x1000 window), so what comes late is seen only by scrolling it."""
     account = manifest.environment.get("account")
     lines = [
-        f"**Canary trial `{manifest.trial_id}`**: {len(manifest.planned)} episodes, "
-        f"`{manifest.baseline.revision}` → `{manifest.candidate.revision}` "
-        f"(intervention {manifest.intervention_id}). The manifest artifact lists every "
-        "frozen input and planned episode.",
+        f"**Canary trial `{manifest.trial_id}`**: {len(manifest.planned)} episodes "
+        f"(intervention {manifest.intervention_id}).",
         "",
         *([] if certification is None else certification_lines(str(account or "?"), certification)),
+        *ceiling_lines(ceiling_tokens, ceiling_percent, on_account=account is not None),
         *budget_lines(
-            manifest.budget, sim=manifest.baseline.sim_effects is not None, windows=windows
-        ),
-        *(
-            []
-            if ceiling_percent is None
-            else [
-                "",
-                f"**Ceiling: {ceiling_percent:g}% of each window.** Before each AB/BA pair "
-                "the trial reads the windows and runs no further pair when what it used "
-                "since it started plus what the pair could use (whole-percent readings at "
-                "their upper bound) would cross it; it is then judged on the pairs that ran "
-                "and ends budget-exhausted.",
-            ]
+            manifest.budget,
+            sim=manifest.baseline.sim_effects is not None,
+            windows=windows,
+            with_total=False,
         ),
         "",
-        "Approving requires the budget acknowledgement; rejecting runs nothing.",
+        expected_total_line(manifest.budget),
+        *ceiling_rules(ceiling_tokens, ceiling_percent),
+        "",
+        f"Baseline `{manifest.baseline.revision}` → candidate `{manifest.candidate.revision}`; "
+        "the manifest artifact lists every frozen input and planned episode. Approving "
+        "requires the budget acknowledgement; rejecting runs nothing.",
     ]
     return "\n".join(lines)
 
@@ -135,7 +208,11 @@ def ask_approval(
 
     form = CanaryApproval.with_initial_data(
         description=approval_description(
-            manifest, windows, params.budget_window_percent, certification
+            manifest,
+            windows,
+            params.budget_window_percent,
+            certification,
+            ceiling_tokens=params.budget_tokens,
         )
     )
     try:

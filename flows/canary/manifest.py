@@ -310,19 +310,26 @@ def show_manifest(trial_id: str, markdown: str, description: str) -> None:
     create_markdown_artifact(key=key, markdown=markdown, description=description)
 
 
+def expected_total_line(budget: Budget) -> str:
+    return (
+        f"Expected budget: {budget.episodes} episodes × ~{budget.estimated_tokens_per_episode:,} "
+        f"tokens = ~{budget.estimated_tokens_total:,} tokens."
+    )
+
+
 def budget_lines(
-    budget: Budget, sim: bool, windows: Sequence[QuotaObservation] | None = None
+    budget: Budget,
+    sim: bool,
+    windows: Sequence[QuotaObservation] | None = None,
+    *,
+    with_total: bool = True,
 ) -> list[str]:
     """Per quota window: the trial's expected share of it and of what remains, with a
     warning where it would not fit. ``windows``: the account's windows as read now, before
     approval (core/canary/window_share.py); without a reading the simulator's trial account
     is fresh (all of each window remains) and a real account's remaining window is not
-    known."""
-    lines = [
-        f"Expected budget: {budget.episodes} episodes × ~{budget.estimated_tokens_per_episode:,} "
-        f"tokens = ~{budget.estimated_tokens_total:,} tokens.",
-        "",
-    ]
+    known. ``with_total``: headed by the expected tokens (:func:`expected_total_line`)."""
+    lines = [expected_total_line(budget), ""] if with_total else []
     shares = (
         {s.window: s for s in window_shares(budget.estimated_quota_percent, windows)}
         if windows is not None

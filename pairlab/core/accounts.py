@@ -263,9 +263,9 @@ def _kind_of(client: AccountClient, text: str) -> CredentialKind:
 
 def _credential_kinds(text: str) -> list[str]:
     """The credential kinds the redaction rules find in ``text`` (not e-mails or paths)."""
-    from pairlab.core.redaction import scan_text
+    from pairlab.core.redaction import is_credential_kind, scan_text
 
-    return sorted(k for k in scan_text(text) if "email" not in k and "path" not in k)
+    return sorted(k for k in scan_text(text) if is_credential_kind(k))
 
 
 def refuse_credential_parameters(values: Mapping[str, object]) -> None:

@@ -241,6 +241,25 @@ def scan_text(text: str) -> Counter[str]:
     return redact_text(text).findings
 
 
+def is_credential_kind(kind: str) -> bool:
+    """A finding that is a credential (not personal data: e-mail addresses, home paths)."""
+    return "email" not in kind and "path" not in kind
+
+
+def credential_regex() -> str:
+    """One Python regex that ``re.search`` finds in a text exactly where :func:`scan_text`
+    finds a credential kind (:func:`is_credential_kind`): for a JSON schema's ``pattern``
+    that a server validates with Python's ``re`` (Prefect's run input). Case-insensitive
+    rules become ``(?i:...)`` groups on the original text; ``secret`` groups are unnamed."""
+    parts = []
+    for rule in _PATTERNS:
+        if not is_credential_kind(rule.kind):
+            continue
+        body = rule.regex.pattern.replace("(?P<secret>", "(?:")
+        parts.append(f"(?i:{body})" if rule.on_lower else f"(?:{body})")
+    return "|".join(parts)
+
+
 @dataclass(frozen=True)
 class ObjectRedaction:
     """The outcome for one object: the bytes to publish, or why it cannot be."""

@@ -3,12 +3,20 @@
 from __future__ import annotations
 
 import json
+import re
 
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from pairlab.core.redaction import KINDS, redact_bytes, redact_text
+from pairlab.core.redaction import (
+    KINDS,
+    credential_regex,
+    is_credential_kind,
+    redact_bytes,
+    redact_text,
+    scan_text,
+)
 
 SAMPLES: dict[str, tuple[str, str]] = {
     "anthropic-api-key": ("x sk-ant-api03-" + "A1b2" * 10 + " y", "sk-ant-api03-"),
@@ -73,6 +81,24 @@ def test_assignment_keeps_its_name_and_json_stays_valid() -> None:
 def test_benign_text_is_untouched(text: str) -> None:
     result = redact_text(text)
     assert result.text == text and not result.has_findings
+
+
+def test_the_credential_regex_finds_what_the_scan_finds() -> None:
+    """One regex for a JSON schema's pattern (the approval form): it matches a text exactly
+    when the scan finds a credential kind, e-mail addresses and home paths aside."""
+    pattern = re.compile(credential_regex())
+    benign = [
+        "the task-abcdefghijklmnopqrstuvwxyz0123 is done",
+        "a bearer of good news; sk-short; AKIA123",
+        "looks fine, approved by ops-alice",
+    ]
+    for kind, (text, _) in SAMPLES.items():
+        assert bool(pattern.search(text)) is is_credential_kind(kind), kind
+    # a case-insensitive rule stays case-insensitive in the one regex
+    assert pattern.search(SAMPLES["aws-secret-access-key"][0].lower())
+    assert pattern.search("AUTHORIZATION: BEARER ABCDEFGHIJKLMNOP1234")
+    for text in [*benign, SAMPLES["email"][0], SAMPLES["home-path"][0]]:
+        assert not pattern.search(text) and not any(map(is_credential_kind, scan_text(text)))
 
 
 @given(st.text(alphabet=st.characters(codec="utf-8"), max_size=300))

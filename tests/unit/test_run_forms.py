@@ -164,6 +164,37 @@ def test_approval_form_requires_the_budget_acknowledgement() -> None:
         jsonschema.validate({"approve": False, "approver": "ops-bob"}, schema)
 
 
+@pytest.mark.parametrize(
+    "pasted",
+    [
+        "sk-ant-oat01-" + "Ab1" * 10,
+        "my key is sk-proj-" + "x9" * 12 + ", ok",
+        "Authorization: Bearer abcdefghijklmnop1234",
+        "AKIA" + "A1B2C3D4E5F6G7H8",
+    ],
+)
+def test_a_credential_pasted_into_the_approval_is_refused_and_never_echoed(pasted: str) -> None:
+    """The server validates the Resume input with the schema before storing it (Prefect's
+    own validator, as on resume): a credential in the approver or the note is refused by
+    field, and the refusal does not repeat it; the flow's model refuses it too."""
+    from prefect.utilities.schema_tools import ValidationError, validate
+
+    schema = CanaryApproval.model_json_schema()
+    ok = {"approve": True, "approver": "ops-bob", "note": "", "budget_acknowledged": True}
+    validate(ok, schema, raise_on_error=True)
+    validate({**ok, "note": "sk- is a prefix; see sk-ant- docs"}, schema, raise_on_error=True)
+    for field in ("approver", "note"):
+        with pytest.raises(ValidationError) as refused:
+            validate({**ok, field: pasted}, schema, raise_on_error=True)
+        assert f"field {field!r}" in str(refused.value) and "no credential here" in str(
+            refused.value
+        )
+        assert pasted not in str(refused.value)
+        with pytest.raises(ValueError, match="looks like a credential") as model:
+            CanaryApproval.model_validate({**ok, field: pasted})
+        assert pasted not in str(model.value)
+
+
 def test_approval_description_carries_the_budget() -> None:
     from flows.canary.manifest import canary_profile, freeze_manifest
     from pairlab.adapters.episode.io import load_eval_inputs
@@ -374,8 +405,24 @@ def test_the_approval_shows_each_windows_share_of_what_remains_now() -> None:
         }
     )
     text = approval_description(real, [_reading("five-hour", 70.0)], ceiling_percent=30)
-    assert "**Ceiling: 30% of each window.** Before each AB/BA pair" in text
-    assert "Ceiling" not in approval_description(real)
+    assert "**Ceiling: 30% of each window.**" in text
+    assert "The window ceiling: before each AB/BA pair" in text
+    # what the approver signs comes before the budget's detail and the rules
+    assert (
+        text.index("Ceiling: 30%")
+        < text.index("five-hour window")
+        < text.index("The window ceiling")
+    )
+    assert "Ceiling" not in approval_description(real) and "ceiling" not in (
+        approval_description(real)
+    )
+    tokens = approval_description(real, ceiling_tokens=250_000)
+    assert "**Ceiling: 250,000 billed tokens.**" in tokens
+    assert "The token ceiling: before each AB/BA pair" in tokens
+    assert "window ceiling" not in tokens
+    on_account = real.model_copy(update={"environment": {**real.environment, "account": "own"}})
+    assert "**No budget ceiling**" in approval_description(on_account)
+    assert "No budget ceiling" not in approval_description(on_account, ceiling_percent=30)
     assert "five-hour window (estimated 2.5 points per episode): **40%** of the window" in text
     assert "at least 29% remaining" in text and "**138% of what remains**" in text
     assert "WARNING: exceeds the remaining window by 11.0 points" in text
