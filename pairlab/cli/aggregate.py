@@ -17,9 +17,10 @@ below the plan's minimum makes the analysis exploratory (said in the output).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Collection, Iterator
+from collections.abc import Collection, Iterator
+from contextlib import contextmanager
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, TypeVar
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
@@ -38,15 +39,11 @@ if TYPE_CHECKING:
     import polars as pl
 
 
-T = TypeVar("T")
-
-
-def _read_log(path: Path, consume: Callable[[Iterator[EpisodeRecord]], T]) -> T:
-    """``consume`` the log's validated records as they are read; a missing or unreadable
-    file is invalid input with its reason."""
+@contextmanager
+def _log_errors(path: Path) -> Iterator[None]:
+    """A missing or unreadable log is invalid input with its reason."""
     try:
-        with path.open(encoding="utf-8") as handle:
-            return consume(iter_episode_lines(iter(handle), source=str(path)))
+        yield
     except FileNotFoundError as exc:
         raise InvalidInputError(f"{path}: no such file", reason=ReasonCode.NOT_FOUND) from exc
     except (OSError, UnicodeDecodeError) as exc:
@@ -56,15 +53,18 @@ def _read_log(path: Path, consume: Callable[[Iterator[EpisodeRecord]], T]) -> T:
 
 
 def read_episode_log(path: Path) -> list[EpisodeRecord]:
-    return _read_log(path, list)
+    with _log_errors(path), path.open(encoding="utf-8") as handle:
+        return list(iter_episode_lines(handle, source=str(path)))
 
 
 def read_episode_frame(path: Path) -> pl.DataFrame:
     """The log as the analysis frame, streamed: each line validated as it is read (the
-    same errors as :func:`read_episode_log`), no record kept beyond its columns."""
-    from pairlab.core.analysis.pairing import episodes_frame
+    same errors as :func:`read_episode_log`), no record kept beyond its columns; a large
+    log is read by two processes (:mod:`pairlab.core.analysis.episode_log`)."""
+    from pairlab.core.analysis.episode_log import read_frame
 
-    return _read_log(path, episodes_frame)
+    with _log_errors(path):
+        return read_frame(path, str(path))
 
 
 def choose_run_id(explicit: str | None, run_ids: Collection[str | None], path: Path) -> str:

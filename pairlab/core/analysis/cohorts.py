@@ -225,10 +225,12 @@ def _ints(cohorts: pl.DataFrame, name: str) -> np.ndarray:
 
 
 def _per_column(cohorts: pl.DataFrame, names: list[str]) -> np.ndarray:
-    """[cohort, name] counts (an empty second axis when there is no name)."""
+    """[cohort, name] counts (an empty second axis when there is no name), in one select
+    (a select per column cost ~4 ms each: 0.6 s of a 5,000-cohort run for 154 of them)."""
     if not names:
         return np.zeros((cohorts.height, 0), np.int64)
-    return np.stack([_ints(cohorts, name) for name in names], axis=1)
+    picked = cohorts.select(pl.col(name).fill_null(0).cast(pl.Int64) for name in names)
+    return np.asarray(picked.to_numpy(), dtype=np.int64).reshape(cohorts.height, len(names))
 
 
 def _resample_jobs(
@@ -282,12 +284,10 @@ def _analyse_wide(
     applies = np.zeros((k, n_c), dtype=bool)
     for j, c in enumerate(contrasts):
         applies[:, j] = has[:, arms.index(c.treatment)] & has[:, arms.index(c.control)]
-    n_eff = np.zeros((k, n_c, n_m), dtype=np.int64)
-    null_eff = np.zeros((k, n_c, n_m), dtype=np.int64)
-    for j, c in enumerate(contrasts):
-        for i, m in enumerate(METRICS):
-            n_eff[:, j, i] = _ints(cohorts, f"n:{c.label}:{m}")
-            null_eff[:, j, i] = _ints(cohorts, f"null:{c.label}:{m}")
+    per_effect = [(c.label, m) for c in contrasts for m in METRICS]
+    n_eff = _per_column(cohorts, [f"n:{c}:{m}" for c, m in per_effect]).reshape(k, n_c, n_m)
+    null_eff = _per_column(cohorts, [f"null:{c}:{m}" for c, m in per_effect])
+    null_eff = null_eff.reshape(k, n_c, n_m)
     results = empty_results(k, n_c)
     notes: list[list[str]] = [[] for _ in range(k)]
     engine = "none"

@@ -1,0 +1,145 @@
+"""An episode log (JSON lines) as the analysis frame, read by one process or, when large, two.
+
+Every line is validated by the schema (:func:`pairlab.core.schemas.episode.parse_episode_line`):
+~10-25 us of pydantic per line, ~15-25 s of a million-line log, and it holds the GIL, so
+threads cannot share it. From :data:`SPLIT_MIN_BYTES` on (and with more than one CPU) the
+log is cut at the first line break after its middle byte: a worker process
+(``python -m pairlab.core.analysis.episode_log LOG OFFSET``) validates the second half and
+builds its part of the frame (:func:`pairlab.core.analysis.pairing.episodes_frame`) while
+this process does the first half; its frame comes back as Arrow IPC and the two are joined
+in file order. The frame is the one a single process builds (same rows, same order).
+
+Errors stay those of one process reading the whole log, first bad line first: a bad line
+of the first half raises at once (the worker is stopped); when the worker fails for any
+reason, this process reads the second half itself, numbering its lines from where the
+first half ended, so the error names the same line with the same message (and a worker
+that could not start costs time, never a result). The cut is after a ``\\n`` byte: a line
+boundary for Python's universal newlines too, and a character boundary in UTF-8.
+"""
+
+from __future__ import annotations
+
+import io
+import os
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import IO, Final
+
+import polars as pl
+
+from pairlab.core.analysis.pairing import episodes_frame
+from pairlab.core.schemas.episode import iter_episode_lines
+
+# A worker costs ~0.7 s of CPU (interpreter, pydantic, polars); 64 MB are ~110,000 lines.
+SPLIT_MIN_BYTES: Final = 64 * 1024 * 1024
+ENV_ONE_READER: Final = "PAIRLAB_LOG_ONE_READER"  # "1": never split (one process)
+
+
+class _Head(io.RawIOBase):
+    """The first ``limit`` bytes of a binary file, as a raw stream."""
+
+    def __init__(self, raw: IO[bytes], limit: int) -> None:
+        self._raw, self._left = raw, limit
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer: memoryview) -> int:  # type: ignore[override]
+        want = min(len(buffer), self._left)
+        if want <= 0:
+            return 0
+        got = self._raw.readinto(memoryview(buffer)[:want])  # type: ignore[attr-defined]
+        self._left -= got or 0
+        return got or 0
+
+
+class _Counted:
+    """Lines passed through, counted (blank ones too)."""
+
+    def __init__(self, lines: IO[str]) -> None:
+        self._lines, self.count = lines, 0
+
+    def __iter__(self) -> Iterator[str]:
+        for line in self._lines:
+            self.count += 1
+            yield line
+
+
+def _split_point(path: Path, size: int) -> int | None:
+    """The offset just after the first ``\\n`` at or after the middle byte (None: none)."""
+    with path.open("rb") as raw:
+        raw.seek(size // 2)
+        raw.readline()
+        cut = raw.tell()
+    return cut if 0 < cut < size else None
+
+
+def _tail_text(path: Path, start: int) -> IO[str]:
+    raw = path.open("rb")
+    raw.seek(start)
+    return io.TextIOWrapper(raw, encoding="utf-8")
+
+
+def read_frame(path: Path, source: str, split_min_bytes: int = SPLIT_MIN_BYTES) -> pl.DataFrame:
+    """``path``'s records as the analysis frame, each line validated (errors name ``source``
+    and the line); a log of ``split_min_bytes`` or more is read by two processes.
+    Raises what reading raises (FileNotFoundError, OSError, UnicodeDecodeError) and
+    :class:`pairlab.core.errors.InvalidInputError` for a bad line."""
+    size = path.stat().st_size
+    one = os.environ.get(ENV_ONE_READER, "").strip() in ("1", "true", "yes")
+    cut = None
+    if not one and size >= split_min_bytes and (os.cpu_count() or 1) > 1:
+        cut = _split_point(path, size)
+    if cut is None:
+        with path.open(encoding="utf-8") as handle:
+            return episodes_frame(iter_episode_lines(handle, source))
+    try:
+        worker = subprocess.Popen(
+            [sys.executable, "-m", "pairlab.core.analysis.episode_log", str(path), str(cut)],
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL,  # a failed worker is retried here, where errors are raised
+        )
+    except OSError:  # no worker: one process
+        with path.open(encoding="utf-8") as handle:
+            return episodes_frame(iter_episode_lines(handle, source))
+    assert worker.stdout is not None
+    try:
+        with (
+            path.open("rb") as raw,
+            io.TextIOWrapper(io.BufferedReader(_Head(raw, cut)), encoding="utf-8") as text,
+        ):
+            lines = _Counted(text)
+            head = episodes_frame(iter_episode_lines(lines, source))
+        data = worker.stdout.read()
+        tail = pl.read_ipc(io.BytesIO(data)) if worker.wait() == 0 and data else None
+    finally:
+        if worker.poll() is None:
+            worker.kill()
+            worker.wait()
+        worker.stdout.close()
+    if tail is None:  # the worker failed: this process reads the rest (and raises its error)
+        with _tail_text(path, cut) as handle:
+            tail = episodes_frame(iter_episode_lines(handle, source, first_line=lines.count + 1))
+    return pl.concat([head, tail], how="vertical")
+
+
+def _worker(path: str, start: int) -> int:
+    """The worker's body: the log from byte ``start`` as a frame, Arrow IPC on stdout;
+    exit 1 without output when it cannot (the parent then reads that part itself)."""
+    try:
+        with _tail_text(Path(path), start) as handle:
+            frame = episodes_frame(iter_episode_lines(handle, path))
+    except Exception:  # the parent re-reads this part and raises the real error
+        return 1
+    out = io.BytesIO()
+    frame.write_ipc(out, compression="uncompressed")
+    sys.stdout.buffer.write(out.getbuffer())
+    sys.stdout.buffer.flush()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(_worker(sys.argv[1], int(sys.argv[2])))
