@@ -2,12 +2,17 @@
 
 Every line is validated by the schema (:func:`pairlab.core.schemas.episode.parse_episode_line`):
 ~10-25 us of pydantic per line, ~15-25 s of a million-line log, and it holds the GIL, so
-threads cannot share it. From :data:`SPLIT_MIN_BYTES` on (and with more than one CPU) the
-log is cut at the first line break after its middle byte: a worker process
+threads cannot share it. From :data:`SPLIT_MIN_BYTES` on, when a core is free (the 1-minute
+load average below the CPU count minus one), the log is cut at the first line break after
+its middle byte: a worker process
 (``python -m pairlab.core.analysis.episode_log LOG OFFSET``) validates the second half and
 builds its part of the frame (:func:`pairlab.core.analysis.pairing.episodes_frame`) while
 this process does the first half; its frame comes back as Arrow IPC and the two are joined
 in file order. The frame is the one a single process builds (same rows, same order).
+The worker costs CPU (its start, the frame passed back: ~2-3 s at 200,000 lines, measured
+on a loaded 2-core VM), so it is used only where it buys wall time: a large log and a
+free core (on a busy machine a second process only competes). ``PAIRLAB_LOG_READERS``:
+``1`` always one process, ``2`` two whenever the log has a line break past its middle.
 
 Errors stay those of one process reading the whole log, first bad line first: a bad line
 of the first half raises at once (the worker is stopped); when the worker fails for any
@@ -32,9 +37,25 @@ import polars as pl
 from pairlab.core.analysis.pairing import episodes_frame
 from pairlab.core.schemas.episode import iter_episode_lines
 
-# A worker costs ~0.7 s of CPU (interpreter, pydantic, polars); 64 MB are ~110,000 lines.
-SPLIT_MIN_BYTES: Final = 64 * 1024 * 1024
-ENV_ONE_READER: Final = "PAIRLAB_LOG_ONE_READER"  # "1": never split (one process)
+# ~450,000 lines of the bench's records (584 MB: a million): below, the worker's ~1 s start
+# and the frame passed back eat most of what it saves
+SPLIT_MIN_BYTES: Final = 256 * 1024 * 1024
+ENV_READERS: Final = "PAIRLAB_LOG_READERS"  # "1": one process; "2": two; unset: decided here
+
+
+def _two_readers(size: int, split_min_bytes: int) -> bool:
+    """Whether to read with two processes: as asked by :data:`ENV_READERS`, else for a log
+    of ``split_min_bytes`` or more when a core is free."""
+    asked = os.environ.get(ENV_READERS, "").strip()
+    if asked in ("1", "2"):
+        return asked == "2"
+    cpus = os.cpu_count() or 1
+    if size < split_min_bytes or cpus < 2:
+        return False
+    try:
+        return os.getloadavg()[0] < cpus - 1
+    except OSError:  # no load average on this platform
+        return True
 
 
 class _Head(io.RawIOBase):
@@ -84,14 +105,12 @@ def _tail_text(path: Path, start: int) -> IO[str]:
 
 def read_frame(path: Path, source: str, split_min_bytes: int = SPLIT_MIN_BYTES) -> pl.DataFrame:
     """``path``'s records as the analysis frame, each line validated (errors name ``source``
-    and the line); a log of ``split_min_bytes`` or more is read by two processes.
+    and the line); a log of ``split_min_bytes`` or more may be read by two processes
+    (:func:`_two_readers`).
     Raises what reading raises (FileNotFoundError, OSError, UnicodeDecodeError) and
     :class:`pairlab.core.errors.InvalidInputError` for a bad line."""
     size = path.stat().st_size
-    one = os.environ.get(ENV_ONE_READER, "").strip() in ("1", "true", "yes")
-    cut = None
-    if not one and size >= split_min_bytes and (os.cpu_count() or 1) > 1:
-        cut = _split_point(path, size)
+    cut = _split_point(path, size) if _two_readers(size, split_min_bytes) else None
     if cut is None:
         with path.open(encoding="utf-8") as handle:
             return episodes_frame(iter_episode_lines(handle, source))
