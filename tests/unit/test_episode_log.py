@@ -71,17 +71,14 @@ def test_a_worker_that_cannot_start_costs_time_not_the_result(
     assert_frame_equal(read(log, "2", monkeypatch), one)
 
 
-def test_two_readers_only_when_asked_or_large_with_a_free_core(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
+def test_two_readers_when_asked_or_for_a_large_log(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv(ENV_READERS, "2")
     assert episode_log._two_readers(10, episode_log.SPLIT_MIN_BYTES)
     monkeypatch.setenv(ENV_READERS, "1")
     assert not episode_log._two_readers(1 << 40, episode_log.SPLIT_MIN_BYTES)
     monkeypatch.delenv(ENV_READERS)
     assert not episode_log._two_readers(episode_log.SPLIT_MIN_BYTES - 1, 1 << 30)
-    monkeypatch.setattr(episode_log.os, "cpu_count", lambda: 4)
-    monkeypatch.setattr(episode_log.os, "getloadavg", lambda: (3.5, 0.0, 0.0))
-    assert not episode_log._two_readers(1 << 30, 1 << 28)  # no core free
-    monkeypatch.setattr(episode_log.os, "getloadavg", lambda: (2.5, 0.0, 0.0))
+    monkeypatch.setattr(episode_log.os, "cpu_count", lambda: 2)
     assert episode_log._two_readers(1 << 30, 1 << 28)
+    monkeypatch.setattr(episode_log.os, "cpu_count", lambda: 1)
+    assert not episode_log._two_readers(1 << 30, 1 << 28)

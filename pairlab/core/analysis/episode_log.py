@@ -2,17 +2,17 @@
 
 Every line is validated by the schema (:func:`pairlab.core.schemas.episode.parse_episode_line`):
 ~10-25 us of pydantic per line, ~15-25 s of a million-line log, and it holds the GIL, so
-threads cannot share it. From :data:`SPLIT_MIN_BYTES` on, when a core is free (the 1-minute
-load average below the CPU count minus one), the log is cut at the first line break after
-its middle byte: a worker process
+threads cannot share it. From :data:`SPLIT_MIN_BYTES` on (with more than one CPU) the log
+is cut at the first line break after its middle byte: a worker process
 (``python -m pairlab.core.analysis.episode_log LOG OFFSET``) validates the second half and
 builds its part of the frame (:func:`pairlab.core.analysis.pairing.episodes_frame`) while
 this process does the first half; its frame comes back as Arrow IPC and the two are joined
 in file order. The frame is the one a single process builds (same rows, same order).
-The worker costs CPU (its start, the frame passed back: ~2-3 s at 200,000 lines, measured
-on a loaded 2-core VM), so it is used only where it buys wall time: a large log and a
-free core (on a busy machine a second process only competes). ``PAIRLAB_LOG_READERS``:
-``1`` always one process, ``2`` two whenever the log has a line break past its middle.
+Measured back to back on the 2-core VM at load 3-4 (bench/README.md): a million lines
+(584 MB) 46 s wall with two readers against 70 s with one, the same CPU; 200,000 lines
+(117 MB) lost wall time and CPU (the worker's ~1 s start, the frame passed back), hence
+the threshold. ``PAIRLAB_LOG_READERS``: ``1`` always one process, ``2`` two whenever the
+log has a line break past its middle.
 
 Errors stay those of one process reading the whole log, first bad line first: a bad line
 of the first half raises at once (the worker is stopped); when the worker fails for any
@@ -45,17 +45,11 @@ ENV_READERS: Final = "PAIRLAB_LOG_READERS"  # "1": one process; "2": two; unset:
 
 def _two_readers(size: int, split_min_bytes: int) -> bool:
     """Whether to read with two processes: as asked by :data:`ENV_READERS`, else for a log
-    of ``split_min_bytes`` or more when a core is free."""
+    of ``split_min_bytes`` or more on more than one CPU."""
     asked = os.environ.get(ENV_READERS, "").strip()
     if asked in ("1", "2"):
         return asked == "2"
-    cpus = os.cpu_count() or 1
-    if size < split_min_bytes or cpus < 2:
-        return False
-    try:
-        return os.getloadavg()[0] < cpus - 1
-    except OSError:  # no load average on this platform
-        return True
+    return size >= split_min_bytes and (os.cpu_count() or 1) > 1
 
 
 class _Head(io.RawIOBase):

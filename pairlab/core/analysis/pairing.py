@@ -81,10 +81,6 @@ _ROW_SCHEMA: Final = {name: FRAME_SCHEMA[name] for name in _ROW_COLUMNS}
 _QUOTA_COLUMNS: Final = (*QUOTA_METRICS, *QUOTA_REASON_COLUMNS, *QUOTA_PRECISION_COLUMNS)
 
 
-def _has_quota(record: EpisodeRecord) -> bool:
-    return bool(record.quota_consumption is not None or record.quota_before or record.quota_after)
-
-
 def episodes_frame(records: Iterable[EpisodeRecord]) -> pl.DataFrame:
     """The analysis columns of ``records`` as a frame with :data:`FRAME_SCHEMA` (nulls kept).
 
@@ -94,11 +90,14 @@ def episodes_frame(records: Iterable[EpisodeRecord]) -> pl.DataFrame:
     snapshots has (every window ``missing-quota-telemetry``). Streams: ``records`` may be
     a generator, nothing but the columns is kept."""
     get_row = attrgetter(*_ROW_ATTRS)
+    get_quota = attrgetter("quota_consumption", "quota_before", "quota_after")
     rows: list[tuple[object, ...]] = []
+    add = rows.append
     quota_rows: dict[int, dict[str, float | str | None]] = {}
     for i, record in enumerate(records):
-        rows.append(get_row(record))
-        if _has_quota(record):
+        add(get_row(record))
+        consumption, before, after = get_quota(record)  # carries quota data?
+        if consumption is not None or before or after:
             quota_rows[i] = record_columns(record)
     # the rows straight into columns (a zip(*rows) transpose cost ~0.3 s per 100,000);
     # metric ints become floats here, as float() makes them (a bad value raises)
