@@ -61,7 +61,9 @@ def form_choices() -> Choices:
 
 def for_people(deployment: Any, choices: Choices) -> Any:
     """The deployment's run form with typed choices, units and no None noise
-    (flows/form_schema.py); ``None`` parameter defaults are left out."""
+    (flows/form_schema.py); ``None`` parameter defaults are left out. The server enforces
+    the form's schema before it stores a run (a credential in a field is refused there)."""
+    deployment.enforce_parameter_schema = True
     schema = deployment._parameter_openapi_schema
     polished = polish_schema(schema.model_dump(), choices)
     deployment._parameter_openapi_schema = type(schema).model_validate(polished)
@@ -101,8 +103,8 @@ def complete_parameters(flow: Any, parameters: Mapping[str, Any]) -> dict[str, A
     it ("'arms' is a required property") far above Submit, which then seems to do nothing.
     So the given values are validated into the flow's model and dumped whole (the model's
     defaults for the rest, as `pairlab serve`'s deployments carry); a model parameter left
-    out is the model's defaults when it has one for every field. Parameters that are not
-    models are left as they are. Invalid given values are refused (invalid-input), never
+    out or given empty is the model's defaults when it has one for every field (else left
+    as it is). Parameters that are not models are left as they are. Invalid given values are refused (invalid-input), never
     passed on to a form that cannot submit them."""
     hints = get_type_hints(flow.fn)
     out = dict(parameters)
@@ -114,8 +116,10 @@ def complete_parameters(flow: Any, parameters: Mapping[str, Any]) -> dict[str, A
         try:
             value = model.model_validate(given or {})
         except ValidationError as exc:
-            if given is None:
-                continue  # required fields without defaults: the operator fills them in
+            if not given:
+                # required fields without defaults: the operator fills them in (`pairlab
+                # serve` registers compare-artifact and audit-savings with {})
+                continue
             raise InvalidInputError(
                 f"deployment parameter {name!r} of flow {flow.name!r} is invalid: "
                 f"{exc.errors()[0]['loc']}: {exc.errors()[0]['msg']}"
@@ -128,7 +132,10 @@ def polish_deployed_forms() -> list[str]:
     """Give the deployments `prefect deploy` registered (infra/prefect.yaml: work pools, the
     team stack) the form `pairlab serve` gives its own: `prefect deploy` writes the flow's
     raw schema. The form is built from this checkout's flow (never re-polished from the
-    server's copy), so running it twice changes nothing. Returns ``flow/deployment`` names."""
+    server's copy), so running it twice changes nothing. The server is told to enforce it
+    (``enforce_parameter_schema``): a run whose parameters the form refuses, a credential
+    pasted into a field among them, is never created nor stored (flows/form_schema.py).
+    Returns ``flow/deployment`` names."""
     from prefect.client.orchestration import get_client
     from prefect.client.schemas.actions import DeploymentUpdate
     from prefect.utilities.callables import parameter_schema
@@ -145,7 +152,11 @@ def polish_deployed_forms() -> list[str]:
             parameters = with_form_defaults(schema, drop_none(complete))
             client.update_deployment(
                 deployment.id,
-                DeploymentUpdate(parameter_openapi_schema=schema, parameters=parameters),
+                DeploymentUpdate(
+                    parameter_openapi_schema=schema,
+                    parameters=parameters,
+                    enforce_parameter_schema=True,
+                ),
             )
             updated.append(f"{flow_name}/{deployment.name}")
     return sorted(updated)

@@ -21,7 +21,9 @@ such as "Lease S" and accepts any text as a suite, profile or task id. Here:
   instead of a Submit that silently does nothing;
 * a tri-state assertion (``form_choices``: unknown / no / yes) is a drop-down of those
   words, defaulting to the first (the flow reads them as None / False / True), never a
-  toggle whose untouched state asserts "no".
+  toggle whose untouched state asserts "no";
+* a credential in any text (every string of the form, nested sections and list items
+  included) is refused by the server before it stores anything (:func:`refuse_credentials`).
 
 The flows still validate with their pydantic models; the schema only guides the form.
 """
@@ -31,6 +33,8 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final
+
+from pairlab.core.redaction import credential_regex
 
 UNIT_SUFFIXES: Final = {"_s": "seconds", "_ms": "milliseconds"}
 # keywords the v1 UI drops from a property (its schema mapping keeps only a few)
@@ -46,6 +50,13 @@ BOUND_KEYWORDS: Final = (
 )
 FORM_CHOICES: Final = "form_choices"
 TRI_STATE: Final[dict[bool | None, str]] = {None: "unknown", False: "no", True: "yes"}
+# What the server answers a credential pasted into a text field: a jsonschema ``const``
+# failure reads "'<this>' was expected", never the value typed.
+NO_CREDENTIAL: Final = "no credential here (register it with pairlab account add)"
+# where a schema holds the schemas of its parts (never ``default``, ``enum``...: data)
+_SUBSCHEMA_MAPS: Final = ("properties", "definitions", "$defs")
+_SUBSCHEMA_LISTS: Final = ("anyOf", "oneOf", "allOf", "prefixItems")
+_SUBSCHEMAS: Final = ("items", "additionalProperties")
 
 
 @dataclass(frozen=True)
@@ -152,6 +163,51 @@ def polish_definition(name: str, definition: dict[str, Any], choices: Choices) -
         definition["required"] = required
 
 
+def credential_refusal() -> dict[str, Any]:
+    """A string that holds a credential (the redaction rules' credential kinds,
+    core/redaction.credential_regex) must equal :data:`NO_CREDENTIAL`: it never can, so the
+    server refuses it, naming the field and never repeating the value."""
+    return {
+        "if": {"type": "string", "pattern": credential_regex()},
+        "then": {"const": NO_CREDENTIAL},
+    }
+
+
+def _string_schemas(node: Any) -> list[dict[str, Any]]:
+    """Every subschema of ``node`` (itself included) that is a string."""
+    if not isinstance(node, dict):
+        return []
+    found = [node] if node.get("type") == "string" else []
+    for key in _SUBSCHEMA_MAPS:
+        for sub in (node.get(key) or {}).values():
+            found += _string_schemas(sub)
+    for key in _SUBSCHEMA_LISTS:
+        for sub in node.get(key) or []:
+            found += _string_schemas(sub)
+    for key in _SUBSCHEMAS:
+        found += _string_schemas(node.get(key))
+    return found
+
+
+def refuse_credentials(schema: dict[str, Any]) -> None:
+    """A credential pasted into the form is refused by the Prefect server before it stores
+    the flow run (issue 27, item 2): a deployment enforces its parameter schema
+    (``enforce_parameter_schema``, on for `pairlab serve`'s and infra/prefect.yaml's), so
+    the run is not created and its parameters are stored nowhere (the server's database, its
+    API, the UI). The rule is core/accounts.refuse_credential_parameters', which the flows
+    still apply as the second line (runs started from the command line).
+
+    Every string of the schema (in place) gets :func:`credential_refusal` in its ``allOf``,
+    which the v1 UI passes on when it checks the form, so the refusal shows beside the field.
+    The server answers one error: the refusal is the one it picks whatever the key order
+    (jsonschema's best match prefers it to a choice's "... is not one of", which repeats the
+    value: its ``then`` has no ``type``), except for a choice inside an optional section
+    (``warm``): there an API caller's own value comes back in the 409, and nothing is
+    stored either way."""
+    for string in _string_schemas(schema):
+        string["allOf"] = [*string.get("allOf", []), credential_refusal()]
+
+
 def polish_schema(schema: dict[str, Any], choices: Choices) -> dict[str, Any]:
     """The form schema of a flow whose parameters are pydantic models (in place; from the
     raw schema only: a second pass could not tell the fields it made optional)."""
@@ -159,6 +215,7 @@ def polish_schema(schema: dict[str, Any], choices: Choices) -> dict[str, Any]:
         polish_definition(name, definition, choices)
     for prop in schema.get("properties", {}).values():
         _drop_null(prop)
+    refuse_credentials(schema)
     return schema
 
 

@@ -36,6 +36,7 @@ from flows.canary.manifest import (
     manifest_markdown,
     show_manifest,
 )
+from flows.form_schema import NO_CREDENTIAL
 from flows.params import CanaryTrialParams
 from pairlab.adapters.run.directory import RunDir
 from pairlab.core.account_certification import CertificationStatus
@@ -49,9 +50,6 @@ from tasks.report import artifact_key
 Outcome = Literal["approved", "rejected", "timeout"]
 
 
-# What the server answers a credential pasted into a text field: a jsonschema ``const``
-# failure reads "'<this>' was expected", never the value typed.
-NO_CREDENTIAL = "no credential here (register it with pairlab account add)"
 TEXT_FIELDS = ("approver", "note")
 
 

@@ -268,6 +268,87 @@ def test_impossible_values_are_refused_beside_the_field_by_the_forms_own_check(
         EvidenceEvalParams.model_validate(bad["params"])
 
 
+PASTED = "sk-ant-oat01-" + "Ab1" * 10
+
+
+def _with(params: dict[str, Any], path: tuple[str | int, ...], value: Any) -> dict[str, Any]:
+    import copy
+
+    out = copy.deepcopy(params)
+    node: Any = out
+    for key in path[:-1]:
+        node = node[key]
+    node[path[-1]] = value
+    return out
+
+
+@pytest.mark.parametrize(
+    ("deployment", "path", "field"),
+    [
+        ("evidence-eval", ("model",), "params.model"),
+        ("evidence-eval", ("store",), "params.store"),
+        ("evidence-eval", ("task_filter", 0), "params.task_filter[0]"),
+        ("evidence-eval", ("suite",), "params.suite"),
+        ("evidence-eval", ("dispatch", "deployment"), "params.dispatch.deployment"),
+        ("evidence-eval", ("work_dir",), "params.work_dir"),
+        ("canary-trial", ("review_dimensions", 0), "params.review_dimensions[0]"),
+        ("canary-trial", ("effort",), "params.effort"),
+        ("canary-trial", ("task_filter", 1), "params.task_filter[1]"),
+        ("canary-trial", ("store",), "params.store"),
+    ],
+)
+def test_a_credential_in_a_run_form_field_is_refused_by_field_and_never_echoed(
+    deployments: list[Any],
+    schemas: dict[str, dict[str, Any]],
+    deployment: str,
+    path: tuple[str | int, ...],
+    field: str,
+) -> None:
+    """The server validates a run's parameters with the deployment's schema before it stores
+    them (Prefect's own validator, as create_flow_run_from_deployment calls it): a credential
+    in any text, nested or a list's item, is refused naming the field, never the value; the
+    v1 UI's own check (its copy of the schema) says it beside the field too."""
+    from prefect.utilities.schema_tools import ValidationError, validate
+
+    schema = schemas[deployment]
+    params = next(d.parameters for d in deployments if d.name == deployment)
+    if path == ("effort",) or path == ("model",):
+        params = _with(params, ("params", *path), "own-model")  # a field left out by default
+    validate(params, schema, raise_on_error=True)
+    pasted = _with(params, ("params", *path), f"key {PASTED} ok")
+    with pytest.raises(ValidationError) as refused:
+        validate(pasted, schema, raise_on_error=True)
+    assert str(refused.value) == (
+        f"Validation failed for field {field!r}. Failure reason: "
+        "'no credential here (register it with pairlab account add)' was expected"
+    )
+    ui = _ui_errors(schema, pasted)
+    assert any("no credential here" in e for e in ui), ui
+    if field not in ("params.suite", "params.task_filter[0]", "params.task_filter[1]"):
+        # a choice's own "... is not one of" is listed too (a drop-down: nothing is typed)
+        assert all(PASTED not in e for e in ui), ui
+
+
+def test_every_text_of_the_run_forms_refuses_a_credential(
+    deployments: list[Any], schemas: dict[str, dict[str, Any]]
+) -> None:
+    """No string of any run form escapes the rule: every one carries the refusal (nested
+    sections, list items, choices, the emulator's fault rules); a text that only mentions a
+    prefix is accepted."""
+    from flows.form_schema import NO_CREDENTIAL
+
+    strings = 0
+    for name, schema in schemas.items():
+        for node in _walk(schema):
+            if node.get("type") == "string" and "pattern" not in node:  # not the refusal's if
+                strings += 1
+                refusals = [a for a in node.get("allOf", []) if "if" in a]
+                assert [a["then"] for a in refusals] == [{"const": NO_CREDENTIAL}], (name, node)
+    assert strings > 40
+    mentions = _with(deployments[0].parameters, ("params", "model"), "sk-ant- docs, sk-proj-")
+    jsonschema.validate(mentions, schemas["evidence-eval"])
+
+
 def test_concurrent_use_is_tri_state_and_unknown_when_untouched(
     deployments: list[Any], schemas: dict[str, dict[str, Any]]
 ) -> None:
@@ -356,6 +437,8 @@ def test_work_pool_deployments_parameters_are_completed_so_the_form_can_submit()
     assert drop_none(again) == drop_none({"params": complete})
     left = complete_parameters(flows["compare-artifact"], {})
     assert left == {}  # its artifact path has no default: the operator's to fill in
+    # as `pairlab serve` registers it: given empty, left as it is (was: refused)
+    assert complete_parameters(flows["compare-artifact"], {"params": {}}) == {"params": {}}
     with pytest.raises(InvalidInputError, match="repetitions"):
         complete_parameters(flows["evidence-eval"], {"params": {"repetitions": 0}})
 
