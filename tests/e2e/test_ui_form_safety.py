@@ -8,8 +8,9 @@ A real Prefect server (v1 UI), `pairlab serve`, Debian's chromium:
   (2 tasks, 5 repetitions, 4 arms). The run goes on with its frozen settings: the 4
   missing episodes run again, the 8 recorded ones are untouched, none is dropped, and
   the Logs tab says which settings were kept from the run;
-* an impossible number (repetitions -1), an emptied required field (the Store) and arms
-  without baseline are refused beside the field, and no flow run is created;
+* an impossible number (repetitions -1), an emptied required field (the Store), a
+  credential pasted into the Model and arms without baseline are refused beside the field,
+  and no flow run is created;
 * a task of another suite is refused in one line on the run's page.
 
 Screenshots: tmp_path, and $PAIRLAB_UI_SCREENSHOTS when set (tests/ui_support.py).
@@ -43,6 +44,7 @@ TASKS = ["fix-median", "answer-cache-env", "config-production-cache"]
 DROPPED_TASK = "config-production-cache"
 RUN_DONE_S = 600
 RUN_CREATED_S = 300
+PASTED = "sk-ant-oat01-" + "Ui5" * 10
 
 pytestmark = [pytest.mark.timeout(2400)]
 
@@ -133,11 +135,17 @@ def test_the_form_cannot_hurt_the_operator(prefect_server: Any, tmp_path: Path) 
                 store_box = form_field(page, "Store").locator("textarea, input").first
                 store_box.fill("")
                 expect(store_box).to_have_value("")
+                model_box = form_field(page, "Model").locator("textarea, input").first
+                model_box.fill(PASTED)  # a credential pasted into a text field
+                expect(model_box).to_have_value(PASTED)
                 submit.click()
                 expect(form_field(page, "Repetitions")).to_contain_text(
                     "-1 is less than the minimum of 1"
                 )
                 expect(form_field(page, "Store")).to_contain_text("'store' is a required property")
+                expect(form_field(page, "Model")).to_contain_text(
+                    "'no credential here (register it with pairlab account add)' was expected"
+                )
                 screenshot(page, shots, "ui-form-refuses-repetitions")
                 _no_new_run(prefect_server, dep_id, known)
 
