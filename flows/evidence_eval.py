@@ -53,7 +53,11 @@ from pairlab.core.budget import BudgetStatus
 from pairlab.core.errors import InvalidInputError
 from pairlab.core.findings.warm_stratum import plan_warm_schedule
 from pairlab.core.frozen_settings import check_nothing_dropped
-from pairlab.core.intervention_wiring import check_same_intervention, require_arms
+from pairlab.core.intervention_wiring import (
+    check_same_intervention,
+    planned_arms,
+    require_arms,
+)
 from pairlab.core.provider_limit import PROVIDER_LIMIT, PROVIDER_LIMITED_DIR
 from pairlab.core.report.run import QuotaIntervalSettings, RunSettings, ScriptedModelUse
 from pairlab.core.run_scope import RunScope
@@ -224,6 +228,9 @@ def _evaluate(params: EvidenceEvalParams, run_id: str) -> dict[str, Any]:
     suite, profile = load_eval_inputs(
         params.suite, params.profile, params.intervention, backend_name=params.backend
     )
+    #    No arms asked for: the baseline and every arm the intervention supports, resolved
+    #    here once and frozen with the settings below (a resume has the run's arms already).
+    params = params.model_copy(update={"arms": planned_arms(params.arms, profile.arm_args)})
     require_arms(profile, params.arms)
     task_ids = suite.select(params.task_filter)  # a task of another suite: refused
     if params.warm is not None:
@@ -263,7 +270,10 @@ def _evaluate(params: EvidenceEvalParams, run_id: str) -> dict[str, Any]:
         # the account's certify --account state, in run.json and the report's facts too;
         # shown, never a gate (DESIGN 4c)
         get_run_logger().info(
-            "run %s on account %r: %s", run_id, env.account.name, env.account.certification.line(env.account.name)
+            "run %s on account %r: %s",
+            run_id,
+            env.account.name,
+            env.account.certification.line(env.account.name),
         )
     account_dir = sim_account_dir(Path(params.work_dir), env.profile)
     ctx = EpisodeContext(params, suite, env, run_dir, account_dir, replanned=frozenset(replanned))

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Annotated, Literal
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, field_validator, model_validator
+from pydantic.config import JsonDict
 
 from flows.dispatch_params import DispatchParams
 from pairlab.core.emulator.run_settings import EmulatorSettings
@@ -44,8 +45,24 @@ def _named_store(store: str) -> str:
     return store.strip()
 
 
-def _all_arms() -> list[Arm]:
-    return ["baseline", "optimizer", "retrieval", "full"]
+def _none_is_default(value: object) -> object:
+    """API callers may send ``null`` for the arms: the default (an empty list)."""
+    return [] if value is None else value
+
+
+# The eval's arms: an explicit list needs the baseline and one more arm; an empty one is the
+# default (pairlab.core.intervention_wiring.planned_arms). The form's own check says so
+# beside the field: the v1 UI keeps ``allOf`` as it is (flows/form_schema.py), and its
+# ``if``/``then`` asks a non-empty list to contain the baseline -- "does not contain items
+# matching" -- and to hold two arms.
+ARMS_FORM_RULE: JsonDict = {
+    "allOf": [{"if": {"minItems": 1}, "then": {"contains": {"const": "baseline"}, "minItems": 2}}]
+}
+ARMS_DESCRIPTION = (
+    "Arms to run; baseline is required. Empty = the baseline and every arm the "
+    "intervention supports (resolved when the run is planned and frozen with it: a resume "
+    "keeps the run's arms)"
+)
 
 
 class WarmStratumParams(BaseModel):
@@ -108,11 +125,8 @@ class EvidenceEvalParams(BaseModel):
         description="Pairs per task (5 passes the default gate; fewer than the gate: every "
         "cohort is insufficient by design)",
     )
-    arms: list[Arm] = Field(
-        default_factory=_all_arms,
-        min_length=2,
-        description="Arms to run; baseline is required",
-        json_schema_extra={"contains": {"const": "baseline"}},
+    arms: Annotated[list[Arm], BeforeValidator(_none_is_default)] = Field(
+        default_factory=list, description=ARMS_DESCRIPTION, json_schema_extra=ARMS_FORM_RULE
     )
     backend: Literal["local", "docker"] = Field("local", description="Where episodes run")
     include_transcript: bool = Field(
@@ -201,8 +215,13 @@ class EvidenceEvalParams(BaseModel):
     @field_validator("arms")
     @classmethod
     def _baseline_included(cls, arms: list[Arm]) -> list[Arm]:
+        """Empty = the default (resolved at plan time); a list given: as it is, checked."""
+        if not arms:
+            return arms
         if "baseline" not in arms:
             raise ValueError("arms must include baseline (every contrast is against it)")
+        if len(arms) < 2:
+            raise ValueError("arms must name a treated arm beside baseline (or none: default)")
         if len(set(arms)) != len(arms):
             raise ValueError("arms must not repeat an arm")
         return arms

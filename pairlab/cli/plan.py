@@ -11,7 +11,7 @@ from pairlab.adapters.interventions import load_intervention
 from pairlab.adapters.paths import catalog_dir
 from pairlab.cli.output import emit_json
 from pairlab.core.errors import InvalidInputError, ReasonCode
-from pairlab.core.intervention_wiring import require_supported_arms
+from pairlab.core.intervention_wiring import planned_arms, require_supported_arms
 from pairlab.core.schedule import QuotaIntervalPlan, Schedule, generate_run_id, plan_schedule
 from pairlab.core.schemas.catalog import load_suite
 from pairlab.core.schemas.episode import ARMS
@@ -91,7 +91,13 @@ def register(app: typer.Typer) -> None:
         suite: Annotated[str, typer.Option(help="Task suite id (catalog/suites/<id>.yaml)")],
         repetitions: Annotated[int, typer.Option(min=1, help="Repetitions (pairs) per task")],
         seed: Annotated[int, typer.Option(help="Seed of the row order; recorded on the schedule")],
-        arms: Annotated[str, typer.Option(help="Comma-separated arms")] = ",".join(ARMS),
+        arms: Annotated[
+            str,
+            typer.Option(
+                help="Comma-separated arms; baseline is required (default: the baseline and "
+                "every arm the intervention supports)"
+            ),
+        ] = "",
         run_id: Annotated[
             str | None, typer.Option(help="Run id (default: a generated one)")
         ] = None,
@@ -124,13 +130,15 @@ def register(app: typer.Typer) -> None:
     ) -> None:
         """Print the Williams-square schedule of an evidence eval (dry run)."""
         wired = load_intervention(intervention)  # a refused manifest: exit 2
-        planned_arms = parse_arms(arms)
-        require_supported_arms(wired.manifest, planned_arms)
+        asked = parse_arms(arms) if arms.strip() else []
+        supported = ("baseline", *wired.manifest.supported_arms)
+        arms_planned = planned_arms(asked, supported)  # the eval's resolution of the default
+        require_supported_arms(wired.manifest, arms_planned)
         loaded = load_suite(catalog_dir(catalog), suite)
         generated = run_id is None
         schedule = plan_schedule(
             [task.id for task in loaded.tasks],
-            planned_arms,
+            arms_planned,
             repetitions,
             seed,
             run_id or generate_run_id(),

@@ -78,7 +78,7 @@ def _account_profile(params: Any) -> Any:
 def _run_eval(params: Any, *, show_progress: bool, as_json: bool = False) -> dict[str, Any]:
     from pairlab.adapters.episode.io import load_eval_inputs
     from pairlab.core.accounts import refuse_credential_parameters
-    from pairlab.core.intervention_wiring import require_arms
+    from pairlab.core.intervention_wiring import planned_arms, require_arms
 
     # a pasted credential, an unknown account, profile, intervention or arm: exit 2,
     # before any flow
@@ -89,13 +89,10 @@ def _run_eval(params: Any, *, show_progress: bool, as_json: bool = False) -> dic
 
         check_account_budget(params)  # a window ceiling on an API key, overlapping pairs
     _, profile = load_eval_inputs(params.suite, params.profile, params.intervention)
-    if "arms" not in params.model_fields_set:
-        # no --arms: the baseline and every arm the intervention supports (a third-party
-        # server without a retrieval layer runs baseline and optimizer, not a refusal)
-        params = params.model_copy(
-            update={"arms": [a for a in params.arms if a in profile.arm_args]}
-        )
-    require_arms(profile, params.arms)
+    # no --arms: the baseline and every arm the intervention supports (a third-party server
+    # without a retrieval layer runs baseline and optimizer, not a refusal); the flow
+    # resolves the default itself, with the same function, and freezes it
+    require_arms(profile, planned_arms(params.arms, profile.arm_args))
     if params.backend == "docker" and params.dispatch.mode == "in-process":
         _prepare_docker_images(profile)
     _quiet_prefect()

@@ -28,11 +28,11 @@ the profiles wired by hand before, but for Codex's ``required = true``
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Sequence
+from collections.abc import Collection, Iterable, Sequence
 from typing import Any, Final, Literal
 
 from pairlab.core.errors import InvalidInputError, ReasonCode
-from pairlab.core.schemas.episode import EpisodeRecord
+from pairlab.core.schemas.episode import ARMS, EpisodeRecord
 from pairlab.core.schemas.intervention_manifest import (
     DEFAULT_INTERVENTION,
     TREATED_ARMS,
@@ -264,6 +264,23 @@ def check_same_intervention(
         )
 
 
+def planned_arms(requested: Sequence[str], offered: Collection[str]) -> list[str]:
+    """The arms a run plans. An explicit list is taken as it is (the caller validated it:
+    baseline, no repeats; :func:`require_arms` refuses an arm the intervention does not
+    support). No arms asked for -- an empty list, the default of ``pairlab eval`` without
+    ``--arms`` and of the eval form -- means the baseline and every arm ``offered`` (the
+    wired profile's arms: those the intervention supports), in the arms' order.
+
+    The one resolution of that default: ``pairlab eval`` and ``pairlab plan`` before the
+    flow, the evidence-eval flow when it plans. The flow freezes the result
+    (``settings.json``, ``run.json``), so a resume takes the run's arms, never a new
+    resolution (a manifest that since supports more or fewer arms neither widens nor
+    narrows the run)."""
+    if requested:
+        return list(requested)
+    return [arm for arm in ARMS if arm == "baseline" or arm in offered]
+
+
 def require_arms(profile: RunnerProfile, arms: Iterable[str]) -> None:
     """Refuse a plan asking for an arm the wired profile does not offer -- one its
     intervention declares ``unsupported`` (``arm-not-supported``, exit 2), before any
@@ -292,6 +309,7 @@ __all__ = [
     "codex_arm_args",
     "codex_config_toml",
     "codex_server_table",
+    "planned_arms",
     "require_arms",
     "require_supported_arms",
     "stamp",

@@ -88,15 +88,10 @@ def test_defaults_help_and_bounds_are_the_models() -> None:
         assert option.min == (bounds["Ge"].ge if "Ge" in bounds else None), name
         assert option.max == (bounds["Le"].le if "Le" in bounds else None), name
     # no --arms: the baseline and every arm the intervention supports (the model's
-    # default, all four, narrowed to the wired profile's arms in pairlab.cli.run)
+    # default, an empty list, resolved by planned_arms when the flow plans)
     assert params["arms"].default == ""
     assert "every arm the intervention supports" in str(params["arms"].help)
-    assert field_default(EvidenceEvalParams, "arms") == [
-        "baseline",
-        "optimizer",
-        "retrieval",
-        "full",
-    ]
+    assert field_default(EvidenceEvalParams, "arms") == []
 
 
 def test_literal_fields_name_their_choices() -> None:

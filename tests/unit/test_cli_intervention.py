@@ -84,7 +84,7 @@ def test_a_plan_asking_for_an_unsupported_arm_is_refused(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     path = _manifest(tmp_path)
-    error = _error(capsys, [*PLAN, "--intervention", path])  # every arm, retrieval included
+    error = _error(capsys, [*PLAN, "--intervention", path, "--arms", "baseline,retrieval"])
     assert error["reason_code"] == "arm-not-supported"
     assert "retrieval" in error["error"] and "example-server" in error["error"]
     error = _error(
@@ -96,6 +96,16 @@ def test_a_plan_asking_for_an_unsupported_arm_is_refused(
     )
     assert error["reason_code"] == "arm-not-supported"
     assert not (tmp_path / "w").exists()
+
+
+def test_a_plan_without_arms_takes_the_baseline_and_the_supported_arms(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The eval's default, resolved by the same function (planned_arms): no refusal."""
+    assert cli_exit([*PLAN, "--intervention", _manifest(tmp_path)]) == 0
+    payload = json.loads(capsys.readouterr().out)
+    assert payload["arms"] == ["baseline", "optimizer", "full"]  # retrieval unsupported
+    assert {e["arm"] for e in payload["episodes"]} == {"baseline", "optimizer", "full"}
 
 
 def test_the_plan_names_the_intervention(

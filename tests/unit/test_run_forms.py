@@ -251,6 +251,7 @@ def _ui_errors(schema: dict[str, Any], values: dict[str, Any]) -> list[str]:
         ({"concurrency": 0}, "0 is less than the minimum of 1"),
         ({"holdout_share": 2}, "2 is greater than the maximum of 1"),
         ({"arms": ["optimizer", "full"]}, "does not contain items matching"),
+        ({"arms": ["baseline"]}, "is too short"),
         ({"store": ""}, "'' should be non-empty"),
     ],
 )
@@ -259,6 +260,7 @@ def test_impossible_values_are_refused_beside_the_field_by_the_forms_own_check(
 ) -> None:
     schema = schemas["evidence-eval"]
     good = {"params": dict(deployments[0].parameters["params"])}
+    assert good["params"]["arms"] == []  # the default: the form's check lets it through
     assert _ui_errors(schema, good) == []
     bad = {"params": {**good["params"], **change}}
     errors = _ui_errors(schema, bad)
@@ -429,7 +431,8 @@ def test_work_pool_deployments_parameters_are_completed_so_the_form_can_submit()
         if name != "dispatch":
             assert complete[name] == value, name
     assert complete["dispatch"].items() >= given["evidence-eval"]["params"]["dispatch"].items()
-    assert complete["arms"] == EvidenceEvalParams().model_dump(mode="json")["arms"]
+    # the arms' default: empty = the baseline and every arm the intervention supports
+    assert complete["arms"] == EvidenceEvalParams().model_dump(mode="json")["arms"] == []
     # twice is once (the stack's deploy service runs `pairlab forms` on every start)
     again = complete_parameters(
         flows["evidence-eval"], {"params": {**complete, "unrelated_concurrent_use": "unknown"}}
