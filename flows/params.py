@@ -348,10 +348,12 @@ class CanaryTrialParams(BaseModel):
         "interventions/ or a manifest's path (docs/interventions.md); the simulator's "
         "revisions ignore it",
     )
-    treated_arm: TreatedArm = Field(
-        "full",
+    treated_arm: TreatedArm | None = Field(
+        None,
         description="Real CLI on an account: the intervention's treated arm the candidate "
-        "runs, wired as the eval wires it",
+        "runs, wired as the eval wires it (empty = its widest supported arm: full, else "
+        "retrieval, else optimizer; resolved when the trial starts and frozen in its "
+        "manifest)",
     )
     budget_tokens: int | None = Field(
         None,

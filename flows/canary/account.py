@@ -28,6 +28,7 @@ from flows.params import CanaryTrialParams
 from pairlab.adapters.episode.session import RunEnvironment
 from pairlab.adapters.run.directory import RunDir
 from pairlab.core.account_certification import CertificationStatus
+from pairlab.core.intervention_wiring import planned_treated_arm
 from pairlab.core.schedule import PlannedEpisode
 from pairlab.core.schemas.profile import RunnerProfile
 
@@ -78,6 +79,17 @@ def trial_environment(
     )
 
 
+def with_treated_arm(params: CanaryTrialParams, profile: RunnerProfile) -> CanaryTrialParams:
+    """``params`` with the treated arm an account's candidate runs resolved against the
+    wired ``profile`` (none given: the widest arm the intervention supports,
+    ``planned_treated_arm``), once when the trial starts: the frozen manifest's candidate
+    revision names it. The simulator's trial has no treated arm (left as given)."""
+    if params.account is None:
+        return params
+    arm = planned_treated_arm(params.treated_arm, profile.arm_args)
+    return params.model_copy(update={"treated_arm": arm})
+
+
 def run_arm(params: CanaryTrialParams, planned: PlannedEpisode) -> PlannedEpisode:
     """The episode the backend runs for a planned canary run: on an account the candidate
     runs the intervention's treated arm (the eval's wiring of ``treated_arm``), the
@@ -87,4 +99,11 @@ def run_arm(params: CanaryTrialParams, planned: PlannedEpisode) -> PlannedEpisod
     return planned.model_copy(update={"arm": params.treated_arm})
 
 
-__all__ = ["CANDIDATE", "account_certification", "account_profile", "run_arm", "trial_environment"]
+__all__ = [
+    "CANDIDATE",
+    "account_certification",
+    "account_profile",
+    "run_arm",
+    "trial_environment",
+    "with_treated_arm",
+]

@@ -32,6 +32,7 @@ from pairlab.core.canary import (
 from pairlab.core.canary.tokens import loom_provider
 from pairlab.core.canary.window_share import share_words, window_shares
 from pairlab.core.errors import InvalidInputError, ReasonCode
+from pairlab.core.intervention_wiring import planned_treated_arm
 from pairlab.core.schedule import Schedule
 from pairlab.core.schemas.catalog import LoadedSuite
 from pairlab.core.schemas.profile import RunnerProfile
@@ -56,13 +57,14 @@ SIM_TRIAL_NOISE: Final[dict[str, Any]] = {
 
 
 def canary_profile(
-    profile: RunnerProfile, *, account: str | None = None, treated_arm: str = "full"
+    profile: RunnerProfile, *, account: str | None = None, treated_arm: str | None = None
 ) -> RunnerProfile:
     """The profile both canary arms run under: one command and one environment.
 
     On a registered ``account`` (a real CLI, flows/canary/account.py) the profile is the
-    eval's, intervention wired: baseline = its baseline arm, candidate = ``treated_arm``,
-    which the intervention must support (``arm-not-supported`` otherwise). A profile
+    eval's, intervention wired: baseline = its baseline arm, candidate = ``treated_arm``
+    (None: the widest arm the intervention supports, ``planned_treated_arm``), which the
+    intervention must support (``arm-not-supported`` otherwise). A profile
     against the provider emulator without an account is refused: the emulator's
     scripted model plays both arms the same. For the simulator the candidate uses the
     baseline's arm args (unless the profile declares its own) and neither arm gets the
@@ -70,6 +72,7 @@ def canary_profile(
     the episode's extra env, is the only difference between the arms.
     """
     if account is not None:
+        treated_arm = planned_treated_arm(treated_arm, profile.arm_args)
         if treated_arm not in profile.arm_args:
             stamp = profile.intervention
             raise InvalidInputError(

@@ -30,7 +30,7 @@ from typing import Any
 
 from prefect import State, flow, get_run_logger
 
-from flows.canary.account import account_certification, account_profile
+from flows.canary.account import account_certification, account_profile, with_treated_arm
 from flows.canary.approval import decide, decision_heading, end_not_run, not_run
 from flows.canary.judging import judge_trial, verdict_summary
 from flows.canary.manifest import (
@@ -99,6 +99,7 @@ def _trial(params: CanaryTrialParams, trial_id: str) -> dict[str, Any] | State[A
         params.intervention,
         backend_name=params.backend if params.account is not None else None,
     )
+    params = with_treated_arm(params, profile)  # none given: the widest it supports
     profile = canary_profile(profile, account=params.account, treated_arm=params.treated_arm)
     # the runs wire the account themselves when approved (on Docker with the provider as
     # the run network reaches it, not the host's URL), so they get the profile before it

@@ -235,7 +235,7 @@ def require_supported_arms(manifest: InterventionManifest, arms: Iterable[str]) 
         raise InvalidInputError(
             f"intervention '{manifest.id}' does not support the arm(s) {', '.join(missing)} "
             f"(supported: baseline, {', '.join(manifest.supported_arms)}); leave them out "
-            "with --arms",
+            "with --arms, or give no arms: the baseline and every arm it supports",
             reason=ReasonCode.ARM_NOT_SUPPORTED,
         )
 
@@ -281,6 +281,17 @@ def planned_arms(requested: Sequence[str], offered: Collection[str]) -> list[str
     return [arm for arm in ARMS if arm == "baseline" or arm in offered]
 
 
+def planned_treated_arm(requested: str | None, offered: Collection[str]) -> str:
+    """A canary's treated arm on an account: the one asked for, else (None, the form's
+    default) the widest arm ``offered`` -- full, else retrieval, else optimizer -- so a
+    server that supports only the optimizer arm runs it instead of being refused. An arm
+    asked for that is not offered is left to the caller's refusal (``arm-not-supported``)."""
+    if requested is not None:
+        return requested
+    supported = [arm for arm in TREATED_ARMS if arm in offered]
+    return supported[-1] if supported else TREATED_ARMS[-1]
+
+
 def require_arms(profile: RunnerProfile, arms: Iterable[str]) -> None:
     """Refuse a plan asking for an arm the wired profile does not offer -- one its
     intervention declares ``unsupported`` (``arm-not-supported``, exit 2), before any
@@ -292,7 +303,8 @@ def require_arms(profile: RunnerProfile, arms: Iterable[str]) -> None:
     what = f"intervention '{profile.intervention.id}'" if profile.intervention else "the profile"
     raise InvalidInputError(
         f"{what} does not support the arm(s) {', '.join(missing)} with profile "
-        f"'{profile.client}' (offered: {offered}); leave them out with --arms",
+        f"'{profile.client}' (offered: {offered}); leave them out with --arms (the "
+        "form's Arms), or give no arms: the baseline and every arm it supports",
         reason=ReasonCode.ARM_NOT_SUPPORTED,
     )
 
@@ -310,6 +322,7 @@ __all__ = [
     "codex_config_toml",
     "codex_server_table",
     "planned_arms",
+    "planned_treated_arm",
     "require_arms",
     "require_supported_arms",
     "stamp",

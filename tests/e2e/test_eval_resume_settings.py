@@ -1,7 +1,7 @@
 """A resume never changes a run (issue 29): through the real flow, on the embedded engine.
 
 A 2-task run finishes; resumed with the command line's untouched defaults (every task,
-5 repetitions, all arms) it goes on with its frozen settings and drops nothing; a
+5 repetitions, no arms: the default) it goes on with its frozen settings and drops nothing; a
 resume that asks for fewer repetitions is refused naming the field; a run whose
 settings file is gone is still refused when its plan would drop recorded episodes.
 """
@@ -46,7 +46,7 @@ def test_a_resume_keeps_the_runs_settings_and_drops_nothing(
     assert frozen["repetitions"] == 2
     records = sorted(p.read_bytes() for p in run.glob("episodes/*/record.json"))
 
-    # untouched defaults (7 tasks, 5 repetitions, 4 arms) and a new concurrency
+    # untouched defaults (7 tasks, 5 repetitions, the default arms) and a new concurrency
     again = evidence_eval(_params(tmp_path, concurrency=3))
     assert again["episodes"] == 8  # the same run: nothing dropped, nothing added
     assert sorted(p.read_bytes() for p in run.glob("episodes/*/record.json")) == records

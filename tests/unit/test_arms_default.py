@@ -143,3 +143,36 @@ def test_the_flows_resume_keeps_the_frozen_arms_and_planning_leaves_them(
     with pytest.raises(InvalidInputError) as refused:
         settle_params(asked.model_copy(update={"arms": ALL}), run_dir)
     assert refused.value.reason is ReasonCode.RESUME_CHANGED
+
+
+def test_a_canary_on_an_account_runs_the_widest_supported_arm_by_default(
+    tmp_path: Path,
+) -> None:
+    """The canary form's treated arm: empty = full, else retrieval, else optimizer --
+    resolved once, and named in the frozen manifest's candidate revision."""
+    from flows.canary.account import run_arm, with_treated_arm
+    from flows.canary.manifest import canary_profile, compared
+    from flows.params import CanaryTrialParams
+    from pairlab.core.intervention_wiring import planned_treated_arm
+    from pairlab.core.schedule import PlannedEpisode
+
+    profile = _optimizer_only(tmp_path)
+    assert CanaryTrialParams().treated_arm is None
+    assert planned_treated_arm(None, profile.arm_args) == "optimizer"
+    assert planned_treated_arm(None, ALL) == "full"
+    assert planned_treated_arm(None, ["baseline", "optimizer", "retrieval"]) == "retrieval"
+    assert planned_treated_arm("optimizer", ALL) == "optimizer"  # as given
+    params = with_treated_arm(CanaryTrialParams(account="own", profile="claude"), profile)
+    assert params.treated_arm == "optimizer"
+    assert canary_profile(profile, account="own", treated_arm=None) == profile  # not refused
+    assert compared(params, profile)[2] == "optimizer-only@0:optimizer-arm"
+    candidate = PlannedEpisode.of("fix-median", 0, 1, "candidate", "t:fix-median:0")
+    assert run_arm(params, candidate).arm == "optimizer"
+    # an arm given that it does not support: refused, never replaced
+    given = with_treated_arm(CanaryTrialParams(account="own", treated_arm="full"), profile)
+    assert given.treated_arm == "full"
+    with pytest.raises(InvalidInputError, match="does not support the arm full") as refused:
+        canary_profile(profile, account="own", treated_arm=given.treated_arm)
+    assert refused.value.reason is ReasonCode.ARM_NOT_SUPPORTED
+    # the simulator's trial has no treated arm: left as it is
+    assert with_treated_arm(CanaryTrialParams(), profile).treated_arm is None
