@@ -100,7 +100,7 @@ def complete_parameters(flow: Any, parameters: Mapping[str, Any]) -> dict[str, A
     field that is not nullable (flows/form_schema.py), while Prefect's form starts from the
     deployment's parameters only: a field they leave out (infra/prefect.yaml gives
     evidence-eval six) shows its schema default but is sent as missing, and the form refuses
-    it ("'arms' is a required property") far above Submit, which then seems to do nothing.
+    it ("'suite' is a required property") far above Submit, which then seems to do nothing.
     So the given values are validated into the flow's model and dumped whole (the model's
     defaults for the rest, as `pairlab serve`'s deployments carry); a model parameter left
     out or given empty is the model's defaults when it has one for every field (else left

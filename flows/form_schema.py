@@ -12,7 +12,10 @@ such as "Lease S" and accepts any text as a suite, profile or task id. Here:
   except optional sections (a nested model or None), which keep the form's
   None/object switch so they can stay off;
 * every field that is not nullable is required (the deployment's parameters fill
-  them in, so a run only needs changes);
+  them in, so a run only needs changes) -- but one marked ``form_optional``, whose empty
+  value is itself a choice (the eval's arms: empty = every arm the intervention
+  supports): should the v1 UI send an emptied list as missing (it does so for a
+  list of items), that is the model's default too, never "'arms' is a required property";
 * duration titles carry their unit: ``Lease S`` → ``Lease (seconds)``;
 * bounds are refused where they are typed: the v1 UI copies only some keywords of a
   property into the schema it validates with (``minimum``, ``maximum``, ``minLength``,
@@ -49,6 +52,7 @@ BOUND_KEYWORDS: Final = (
     "contains",
 )
 FORM_CHOICES: Final = "form_choices"
+FORM_OPTIONAL: Final = "form_optional"
 TRI_STATE: Final[dict[bool | None, str]] = {None: "unknown", False: "no", True: "yes"}
 # What the server answers a credential pasted into a text field: a jsonschema ``const``
 # failure reads "'<this>' was expected", never the value typed.
@@ -144,7 +148,8 @@ def polish_definition(name: str, definition: dict[str, Any], choices: Choices) -
     required = list(definition.get("required", []))
     for prop_name, prop in props.items():
         _form_choices(prop)
-        nullable = _drop_null(prop)
+        optional = bool(prop.pop(FORM_OPTIONAL, False))
+        nullable = _drop_null(prop) or optional
         _unit_title(prop_name, prop)
         _bounds_in_all_of(prop)
         if isinstance(prop.get("items"), dict):

@@ -54,9 +54,10 @@ def _none_is_default(value: object) -> object:
 # default (pairlab.core.intervention_wiring.planned_arms). The form's own check says so
 # beside the field: the v1 UI keeps ``allOf`` as it is (flows/form_schema.py), and its
 # ``if``/``then`` asks a non-empty list to contain the baseline -- "does not contain items
-# matching" -- and to hold two arms.
+# matching" -- and to hold two arms. Not required in the form (``form_optional``).
 ARMS_FORM_RULE: JsonDict = {
-    "allOf": [{"if": {"minItems": 1}, "then": {"contains": {"const": "baseline"}, "minItems": 2}}]
+    "allOf": [{"if": {"minItems": 1}, "then": {"contains": {"const": "baseline"}, "minItems": 2}}],
+    "form_optional": True,  # an emptied field, sent as missing, is the default too
 }
 ARMS_DESCRIPTION = (
     "Arms to run; baseline is required. Empty = the baseline and every arm the "

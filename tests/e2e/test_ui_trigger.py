@@ -110,9 +110,11 @@ def test_trigger_eval_from_the_ui_and_follow_it(prefect_server: Any, tmp_path: P
                 none_noise = page.get_by_text('Property is type "None"')
                 expect(none_noise).to_have_count(1)
                 expect(form_field(page, "Warm").first).to_contain_text('Property is type "None"')
-                for required in ("Suite", "Profile", "Repetitions", "Arms", "Store"):
+                for required in ("Suite", "Profile", "Repetitions", "Store"):
                     assert "(Optional)" not in _label(page, required), required
                 assert _label(page, "Min Pairs") == "Min Pairs (Optional)"
+                # empty = the baseline and every arm the intervention supports
+                assert _label(page, "Arms") == "Arms (Optional)"
                 expect(body).to_contain_text("Lease (seconds)")
                 expect(body).to_contain_text("Poll (seconds)")
                 expect(body).to_contain_text("Quota interval (seconds)")

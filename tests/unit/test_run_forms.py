@@ -80,7 +80,11 @@ def test_no_none_noise_units_and_required_fields(schemas: dict[str, dict[str, An
     assert dispatch["poll_s"]["title"] == "Poll (seconds)"
     assert "`pairlab-episodes-<account>`" in dispatch["episode_limit"]["description"]
     eval_def = definitions["EvidenceEvalParams"]
-    assert {"suite", "profile", "repetitions", "arms", "store"} <= set(eval_def["required"])
+    assert {"suite", "profile", "repetitions", "store"} <= set(eval_def["required"])
+    # the arms: empty is the default (every arm the intervention supports), so an emptied
+    # field the v1 UI sends as missing is that default, not "'arms' is a required property"
+    assert "arms" not in eval_def["required"]
+    assert "form_optional" not in eval_def["properties"]["arms"]
     # nullable fields stay optional, without a None default
     for optional in ("min_pairs", "run_id", "model", "study_plan"):
         assert optional not in eval_def["required"]
@@ -262,6 +266,9 @@ def test_impossible_values_are_refused_beside_the_field_by_the_forms_own_check(
     good = {"params": dict(deployments[0].parameters["params"])}
     assert good["params"]["arms"] == []  # the default: the form's check lets it through
     assert _ui_errors(schema, good) == []
+    missing = {"params": {k: v for k, v in good["params"].items() if k != "arms"}}
+    assert _ui_errors(schema, missing) == []  # emptied, sent as missing: the default too
+    assert EvidenceEvalParams.model_validate(missing["params"]).arms == []
     bad = {"params": {**good["params"], **change}}
     errors = _ui_errors(schema, bad)
     assert any(message in e for e in errors), errors
@@ -422,7 +429,7 @@ def test_work_pool_deployments_parameters_are_completed_so_the_form_can_submit()
         sent = with_form_defaults(schema, drop_none(parameters))
         return [e.message for e in validate(sent, schema, raise_on_error=False)]
 
-    assert "'arms' is a required property" in errors("evidence-eval", given["evidence-eval"])
+    assert "'suite' is a required property" in errors("evidence-eval", given["evidence-eval"])
     assert errors("canary-trial", given["canary-trial"])
     for flow in ("evidence-eval", "canary-trial", "certify-clients"):
         assert errors(flow, complete_parameters(flows[flow], given[flow])) == [], flow
