@@ -113,18 +113,24 @@ def _prefect_text(server: Any, trial_ids: list[str]) -> str:
     return "\n".join(parts)
 
 
+@pytest.mark.parametrize("backend", ["local", "docker"])
 def test_canary_on_an_account_approved_stopped_resumed_and_rejected(
-    prefect_server: Any, tmp_path: Path
+    prefect_server: Any, tmp_path: Path, backend: str
 ) -> None:
+    """On both backends (Docker: the token reaches the episode container through the
+    backend's host env, the stand-in through the run network's relay; the windows are
+    read from this process at the account's own URL)."""
     claude_binary()
     planted = f"sk-ant-oat01-PLANTED{secrets.token_hex(12)}"
     wrong = f"sk-ant-oat01-WRONG{secrets.token_hex(12)}"
     env = {**prefect_server.env, "PLANTED_CREDENTIAL": planted, "WRONG_CREDENTIAL": wrong}
-    trial_id, rejected_id = "canary-acct", "canary-acct-401"
+    # one Prefect server serves every test of the session: a trial id per backend, so that
+    # what the server shows of a trial is this test's
+    trial_id, rejected_id = f"canary-acct-{backend}", f"canary-acct-{backend}-401"
     base_params = {
         "profile": "claude", "task_filter": ["fix-median"], "strata": ["cold"],
         "repetitions": 2, "treated_arm": "optimizer", "quota_interval_s": 1,
-        "estimated_window_percent_per_episode": 10,
+        "estimated_window_percent_per_episode": 10, "backend": backend,
     }  # fmt: skip
 
     with running_standin(tmp_path / "standin", "env:PLANTED_CREDENTIAL", env=env) as standin:
@@ -282,3 +288,4 @@ def test_codex_canary_on_an_api_key_stops_at_its_token_ceiling(
         assert files_holding(where, planted.removeprefix("sk-proj-")) == []
     for text in (stopped.log, done.log, added.stdout + added.stderr, shown):
         assert planted.removeprefix("sk-proj-") not in text
+
