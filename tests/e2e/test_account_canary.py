@@ -47,10 +47,13 @@ GO = {"approve": True, "approver": "ops-alice", "note": "", "budget_acknowledged
 
 
 def _add_account(env: dict[str, str], name: str, variable: str, base: str) -> None:
+    """Register (or replace: the session's one Prefect server keeps the Secret blocks an
+    earlier case of the session registered) the account with this test's credential and
+    stand-in."""
     added = subprocess.run(
         pairlab_argv(
             "account", "add", name, "--client", "claude", "--from-env", variable,
-            "--provider-url", base,
+            "--provider-url", base, "--replace",
         ),
         env=env, capture_output=True, text=True, timeout=120, check=False,
     )  # fmt: skip
@@ -247,7 +250,7 @@ def test_codex_canary_on_an_api_key_stops_at_its_token_ceiling(
     codex_binary()
     planted = f"sk-proj-PLANTED{secrets.token_hex(12)}"
     env = {**prefect_server.env, "PLANTED_CREDENTIAL": planted}
-    trial_id = "canary-codex"
+    trial_id = f"canary-codex-{backend}"  # one per backend: the server shows this test's runs
     params = {
         "profile": "codex", "task_filter": ["fix-median"], "strata": ["cold"],
         "repetitions": 2, "treated_arm": "optimizer", "quota_interval_s": 1,
@@ -258,8 +261,8 @@ def test_codex_canary_on_an_api_key_stops_at_its_token_ceiling(
         added = subprocess.run(
             pairlab_argv(
                 "account", "add", "key", "--client", "codex", "--from-env",
-                "PLANTED_CREDENTIAL", "--provider-url", f"{base}/v1",
-            ),
+                "PLANTED_CREDENTIAL", "--provider-url", f"{base}/v1", "--replace",
+            ),  # replaced: the session's Prefect server keeps the other backend's
             env=env, capture_output=True, text=True, timeout=120, check=False,
         )  # fmt: skip
         assert added.returncode == 0, added.stderr
