@@ -46,7 +46,6 @@ from flows.canary.provider_limits import (
 )
 from flows.evidence.budget_gate import WindowCeiling
 from flows.params import CanaryTrialParams
-from pairlab.adapters.accounts.rejection import stop_on_rejected_credential
 from pairlab.adapters.backends.base import ExecutionBackend, RunOutcome
 from pairlab.adapters.backends.factory import make_backend
 from pairlab.adapters.episode.build import episode_record, episode_spec
@@ -103,9 +102,11 @@ def run_canary_episode(
     backend: ExecutionBackend,
     run_dir: RunDir,
     account_dir: Path | None,
+    env: RunEnvironment | None = None,
 ) -> RunEvidence:
     """One run inside its scheduled quota interval; returns its evidence (persisted). A
-    provider limit that ended it (the CLI's own words) excludes it, ``provider-limit``."""
+    provider limit that ended it (the CLI's own words) excludes it, ``provider-limit``.
+    ``env``: the trial's account environment (None without an account)."""
     entry = suite.task(planned.task_id)
     stratum = planned.stratum or "cold"
     extra_env = {"PAIRLAB_STRATUM": stratum}
@@ -144,8 +145,8 @@ def run_canary_episode(
                 episode_dir=episode_dir,
             )
             notification_ms = _notify(run_dir, planned, outcome, collected.checks)
-    if params.account is not None:  # a rejected credential stops the trial, nothing recorded
-        stop_on_rejected_credential(profile.client, params.account, outcome.stdout)
+    if env is not None:  # a rejected credential or an unreachable provider stops the trial
+        env.stop_on_account_failure(outcome.stdout, collected.usage.vector)  # nothing recorded
     limit = run_limit(profile.client, outcome.stdout, episode_dir)
     record = episode_record(
         planned,
@@ -381,6 +382,7 @@ def _run_planned(
                 backend=backend,
                 run_dir=run_dir,
                 account_dir=account_dir,
+                env=env,
             )
         evidence.append(done)
         progress.finished(planned, earlier=earlier)

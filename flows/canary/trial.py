@@ -10,10 +10,12 @@
    whole-second quota interval, each AB/BA pair only while the approved ceilings hold
    (flows/canary/running.py). A real CLI runs on a registered account: baseline arm
    against the intervention's treated arm (flows/canary/account.py); a credential the
-   provider rejects stops the trial at its first run, ``credential-rejected``, nothing
-   recorded or published. A provider's rate or usage limit that ends a run stops the
-   trial after it: the run is excluded (``provider-limit``), the trial is judged on its
-   complete pairs and ends Cancelled ``provider-limit``; a resume runs that pair again
+   provider rejects stops the trial at its first run, ``credential-rejected``, and a
+   provider no request reached stops it at that run, ``provider-unreachable`` (its
+   ``host:port`` named); nothing of that run is recorded, nothing is published. A
+   provider's rate or usage limit that ends a run stops the trial after it: the run is
+   excluded (``provider-limit``), the trial is judged on its complete pairs and ends
+   Cancelled ``provider-limit``; a resume runs that pair again
    (flows/canary/provider_limits.py).
 4. Write loom's version-1 comparison artifact and judge it with the engine of
    ``pairlab compare`` (flows/canary/judging.py).
@@ -75,7 +77,7 @@ def canary_trial(params: CanaryTrialParams) -> dict[str, Any] | State[Any]:
     name_flow_run(trial_id)
     try:
         return _trial(params, trial_id)
-    except PairlabError as exc:  # refused, or a rejected credential: said on screen too
+    except PairlabError as exc:  # refused, or stopped by the account: said on screen too
         show_refusal(trial_id, exc)
         raise
 

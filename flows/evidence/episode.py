@@ -23,7 +23,6 @@ from prefect.cache_policies import NO_CACHE
 
 from flows.evidence.episode_attempt import episode_attempt
 from flows.params import EvidenceEvalParams
-from pairlab.adapters.accounts.rejection import stop_on_rejected_credential
 from pairlab.adapters.backends.base import ExecutionBackend
 from pairlab.adapters.episode.build import episode_record, episode_spec
 from pairlab.adapters.episode.session import RunEnvironment
@@ -115,8 +114,9 @@ def execute_episode(
             outcome=quoted(measured.outcome),
             episode_dir=episode_dir,
         )
-    if params.account is not None:  # a rejected credential stops the run, nothing recorded
-        stop_on_rejected_credential(ctx.profile.client, params.account, measured.outcome.stdout)
+    # on an account: a rejected credential or an unreachable provider stops the run, nothing
+    # recorded for the episode
+    ctx.env.stop_on_account_failure(measured.outcome.stdout, collected.usage.vector)
     check = ctx.env.check_episode(
         registered, episode_dir, reader=collected.usage.vector, stdout=measured.outcome.stdout
     )

@@ -113,6 +113,8 @@ def run_one_episode(
             got = collect_episode(
                 env.backend, episode, env.profile, task, outcome, out, soft_ledger=True
             )
+            # no request reached the account's provider: exit 3, provider-unreachable
+            env.stop_on_account_failure(outcome.stdout, got.usage.vector)
         check = env.check_episode(registered, out, reader=got.usage.vector, stdout=outcome.stdout)
         truth = check.to_json() if check is not None else None
         health = env.check_intervention(

@@ -6,7 +6,8 @@
     ├── UsageParseError          exit 2  provider-native usage records could not be read
     ├── PublishError             exit 1  the object store refused or lost an object
     ├── EnvironmentUnavailable   exit 3  Docker, S3 or a Prefect server is not reachable,
-    │                                    or an account's credential is missing
+    │                                    an account's credential is missing, or an
+    │                                    episode could not reach the account's provider
     └── RunStopped               exit 4  a run stopped on purpose before its plan was done,
                                          by a rule the operator approved (the budget
                                          ceiling, core/budget.py): what ran is recorded
@@ -87,6 +88,8 @@ class ReasonCode(StrEnum):
     # the provider's TLS certificate is not trusted (a gateway's private CA not declared)
     PROVIDER_TLS_UNTRUSTED = "provider-tls-untrusted"
     INVALID_CA_BUNDLE = "invalid-ca-bundle"
+    # an account's episode reached no provider (adapters/accounts/unreachable): the run stops
+    PROVIDER_UNREACHABLE = "provider-unreachable"
     # a percent-of-window ceiling on an account that has no subscription window (an API key)
     NO_SUBSCRIPTION_WINDOW = "no-subscription-window"
     # a run's approved ceiling (core/budget.py): stopped scheduling, resumable

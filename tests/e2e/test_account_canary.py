@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import secrets
+import socket
 import subprocess
 import time
 from dataclasses import dataclass
@@ -292,3 +293,45 @@ def test_codex_canary_on_an_api_key_stops_at_its_token_ceiling(
     for text in (stopped.log, done.log, added.stdout + added.stderr, shown):
         assert planted.removeprefix("sk-proj-") not in text
 
+
+def test_a_docker_canary_whose_provider_is_unreachable_fails_naming_it(
+    prefect_server: Any, tmp_path: Path
+) -> None:
+    """An account whose provider URL points at a closed port, on Docker (the run network's
+    relay cannot connect): the first run's Codex says it could not send its request, and the
+    trial fails ``provider-unreachable`` naming the provider's host and port, Codex's words
+    and the relay's, with nothing recorded or published -- not "budget-exhausted: spend
+    unknown" after a probe pair that reached nothing. (Codex, not Claude Code: Codex gives
+    up after 5 reconnects, ~25 s; Claude Code retries for ~3 minutes.)"""
+    codex_binary()
+    with socket.socket() as closed:  # a free port, closed again: nothing listens on it
+        closed.bind(("127.0.0.1", 0))
+        port = closed.getsockname()[1]
+    planted = f"sk-proj-PLANTED{secrets.token_hex(12)}"
+    env = {**prefect_server.env, "PLANTED_CREDENTIAL": planted}
+    added = subprocess.run(
+        pairlab_argv(
+            "account", "add", "nowhere", "--client", "codex", "--from-env",
+            "PLANTED_CREDENTIAL", "--provider-url", f"http://127.0.0.1:{port}/v1",
+        ),
+        env=env, capture_output=True, text=True, timeout=120, check=False,
+    )  # fmt: skip
+    assert added.returncode == 0, added.stderr
+    trial_id = "canary-unreachable"
+    failed = _approved(
+        prefect_server, tmp_path, trial_id, profile="codex", task_filter=["fix-median"],
+        strata=["cold"], repetitions=2, treated_arm="optimizer", quota_interval_s=1,
+        account="nowhere", backend="docker", budget_tokens=1,
+    )  # fmt: skip
+
+    state, message = failed.state
+    assert state == "FAILED", failed.log[-3000:]
+    assert "provider-unreachable" in failed.log
+    assert f"no request reached the provider at 127.0.0.1:{port}" in (message or ""), message
+    assert "error sending request" in (message or "")  # Codex's own words
+    assert f"could not connect to 127.0.0.1:{port}" in (message or "")  # the relay's
+    run_dir = tmp_path / "work" / "runs" / trial_id
+    assert not list(run_dir.glob("episodes/*/record.json"))
+    assert not list(run_dir.glob("trials/evidence/*.json"))
+    assert not (tmp_path / "store" / "runs" / trial_id).exists()
+    assert planted.removeprefix("sk-proj-") not in failed.log

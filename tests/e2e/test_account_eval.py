@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import secrets
+import socket
 import subprocess
 from pathlib import Path
 
@@ -184,6 +185,45 @@ def test_a_rejected_credential_stops_the_run_and_publishes_nothing(tmp_path: Pat
     assert refusals and all('"unauthenticated"' in line for line in refusals)
     assert list((tmp_path / "work").rglob("record.json")) == []
     assert all(not p.read_text().strip() for p in (tmp_path / "work").rglob("episodes.jsonl"))
+
+
+def test_an_unreachable_provider_stops_the_run_naming_it(tmp_path: Path) -> None:
+    """An account whose provider URL is a closed port (the real Codex, local backend; the
+    canary's Docker case is in test_account_canary.py): the first episode's Codex could not
+    send its request, so the run stops at once, exit 3 ``provider-unreachable`` naming the
+    provider's host and port -- not exit 4 "budget-exhausted: spend unknown" after a probe
+    pair that reached nothing. Nothing is recorded or published."""
+    from tests.real_cli_bins import codex_binary
+
+    codex_binary()
+    with socket.socket() as closed:  # a free port, closed again: nothing listens on it
+        closed.bind(("127.0.0.1", 0))
+        port = closed.getsockname()[1]
+    key = f"sk-proj-KEY{secrets.token_hex(12)}"
+    env = local_accounts_env(tmp_path, KEY=key)
+    added = _pairlab(
+        env, "account", "add", "nowhere", "--client", "codex", "--from-env", "KEY",
+        "--provider-url", f"http://127.0.0.1:{port}/v1",
+    )  # fmt: skip
+    assert added.returncode == 0, added.stderr
+    store, work = tmp_path / "store", tmp_path / "work"
+    proc = subprocess.run(  # as the 401 path's: Prefect logs the stopping task's traceback
+        pairlab_argv(
+            "eval", "--account", "nowhere", "--task", "fix-median", "--repetitions", "2",
+            "--arms", "baseline,optimizer", "--budget-tokens", "1", "--store", str(store),
+            "--work-dir", str(work), "--json",
+        ),
+        env=env, capture_output=True, text=True, timeout=1200, check=False,
+    )  # fmt: skip
+
+    assert proc.returncode == 3, proc.stdout[-2000:] + proc.stderr[-2000:]
+    error = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert error["reason_code"] == "provider-unreachable"
+    assert f"no request reached the provider at 127.0.0.1:{port}" in error["error"]
+    assert "error sending request" in error["error"]  # Codex's own words
+    assert not store.exists()
+    assert list(work.rglob("record.json")) == []
+    assert key not in proc.stdout + proc.stderr
 
 
 def test_a_window_ceiling_on_an_api_key_and_concurrent_subscription_pairs_are_refused(

@@ -43,6 +43,7 @@ class Listener:
         self._open: set[socket.socket] = set()
         self._lock = threading.Lock()
         self._closed = False
+        self.last_failure: str | None = None  # the last connection it could not make
         self._thread = threading.Thread(target=self._accept_loop, daemon=True)
         self._thread.start()
 
@@ -58,6 +59,7 @@ class Listener:
         try:
             upstream = self._connect()
         except OSError as exc:
+            self.last_failure = str(exc)
             print(f"relay: cannot reach the service: {exc}", file=sys.stderr, flush=True)
             client.close()
             return
@@ -117,12 +119,18 @@ class UnixToTcpForwarder:
     """Host side: the Unix socket ``path`` (created here, mode 0666) -> TCP ``host:port``."""
 
     def __init__(self, path: str, host: str, port: int) -> None:
-        self.path = path
+        self.path, self.address = path, f"{host}:{port}"
         server = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         server.bind(path)
         os.chmod(path, 0o666)  # the relay runs as an unprivileged user
         server.listen(64)
         self._listener = Listener(server, lambda: _tcp_client(host, port))
+
+    @property
+    def last_failure(self) -> str | None:
+        """``host:port: <error>`` of the last connection to the service that failed."""
+        failure = self._listener.last_failure
+        return None if failure is None else f"could not connect to {self.address}: {failure}"
 
     def close(self) -> None:
         self._listener.close()

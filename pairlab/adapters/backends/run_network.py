@@ -134,6 +134,12 @@ class RunNetwork:
                 return f"http://{alias}:{service.listen_port}{path}"
         raise InvalidInputError(f"no service {alias!r} on run network {self.name}")
 
+    def relay_failure(self) -> str | None:
+        """The last connection to a host service that this process could not make (e.g.
+        the provider's port closed), in the forwarder's words; None: none failed."""
+        failures = [f.last_failure for f in self._forwarders if f.last_failure is not None]
+        return "; ".join(failures) or None
+
     def __enter__(self) -> RunNetwork:
         return self
 

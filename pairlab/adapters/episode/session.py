@@ -167,6 +167,29 @@ class RunEnvironment:
         seen = cli.tool_calls_seen(stdout, stamp.server_name) if whole and cli else None
         return replace(health, tools=tool_outcomes(seen, rows, stamp.server_name))
 
+    def stop_on_account_failure(self, stdout: str, usage: UsageVector | None) -> None:
+        """On an account, stop the run at an episode that did not measure the agent because
+        of the account: the provider rejected its credential (``credential-rejected``,
+        exit 2: adapters/accounts/rejection.py) or no request reached the provider
+        (``provider-unreachable``, exit 3, with the provider's host and port and, on
+        Docker, the run network's relay's last failed connection:
+        adapters/accounts/unreachable.py). ``usage``: what the episode's provider-native
+        usage said (None: none read). Nothing to do without an account."""
+        if self.account is None:
+            return
+        from pairlab.adapters.accounts.rejection import stop_on_rejected_credential
+        from pairlab.adapters.accounts.unreachable import stop_on_unreachable_provider
+
+        client = self.profile.client
+        stop_on_rejected_credential(client, self.account.name, stdout)
+        stop_on_unreachable_provider(
+            client,
+            self.account,
+            stdout,
+            usage_seen=usage is not None,
+            relay_failure=self.network.relay_failure() if self.network is not None else None,
+        )
+
     def close(self) -> None:
         if self.provider is not None:
             self.provider.close()
