@@ -102,7 +102,7 @@ def test_account_canary_approved_through_the_prefect_form(
         added = subprocess.run(
             pairlab_argv(
                 "account", "add", "own", "--client", "claude", "--from-env",
-                "PLANTED_CREDENTIAL", "--provider-url", base,
+                "PLANTED_CREDENTIAL", "--provider-url", base, "--replace",
             ),
             env=env, capture_output=True, text=True, timeout=120, check=False,
         )  # fmt: skip

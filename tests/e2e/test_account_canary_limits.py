@@ -86,7 +86,7 @@ def test_codex_chatgpt_login_canary_meets_a_usage_limit_and_resumes_it(
         added = subprocess.run(
             pairlab_argv(
                 "account", "add", "plus", "--client", "codex", "--from-file", str(login),
-                "--provider-url", f"{base}/backend-api/codex",
+                "--provider-url", f"{base}/backend-api/codex", "--replace",
             ),
             env=env, capture_output=True, text=True, timeout=120, check=False,
         )  # fmt: skip
@@ -219,7 +219,7 @@ def test_claude_canary_limited_at_its_first_run_judges_nothing_and_resumes(
         added = subprocess.run(
             pairlab_argv(
                 "account", "add", "own", "--client", "claude", "--from-env",
-                "PLANTED_CREDENTIAL", "--provider-url", base,
+                "PLANTED_CREDENTIAL", "--provider-url", base, "--replace",
             ),
             env=env, capture_output=True, text=True, timeout=120, check=False,
         )  # fmt: skip
