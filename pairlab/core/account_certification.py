@@ -18,7 +18,8 @@ The rules:
   run could not reproduce is never shown as holding. A run that could not start (an
   unknown account, no credential, a refused manifest) records nothing.
 * A passed certification is **stale** when what it proved changed: the account's provider
-  URL, client or credential kind is no longer the certified one, or the CLI's version here
+  URL, client, credential kind or private CA bundle (``--ca-file``, compared by
+  :func:`ca_bundle_sha256`) is no longer the certified one, or the CLI's version here
   differs from the certified one. A version that cannot be read here is not compared
   (``unchecked``), never taken as the same.
 * States: ``certified``, ``stale``, ``failed``, ``not-certified``. No state refuses an
@@ -43,7 +44,15 @@ from pairlab.core.schemas.profile import CertificationLevel
 
 CertifiedAgainst = Literal["stand-in"]
 CertificationState = Literal["certified", "stale", "failed", "not-certified"]
-StaleCode = Literal["provider-url-changed", "client-changed", "kind-changed", "cli-version-changed"]
+StaleCode = Literal[
+    "provider-url-changed", "client-changed", "kind-changed", "ca-bundle-changed",
+    "cli-version-changed",
+]  # fmt: skip
+
+
+def ca_bundle_sha256(bundle: str | None) -> str | None:
+    """The sha256 of an account's private CA bundle as stored (None: no private CA)."""
+    return None if bundle is None else hashlib.sha256(bundle.encode("utf-8")).hexdigest()
 
 
 def report_sha256(report: Mapping[str, Any]) -> str:
@@ -70,6 +79,8 @@ class AccountCertification(StrictModel):
     certified_at: datetime
     report_sha256: str = Field(pattern=r"^[0-9a-f]{64}$")
     failed_checks: list[str] = Field(default_factory=list)
+    # the account's private CA bundle then (ca_bundle_sha256; None: none)
+    ca_bundle_sha256: str | None = Field(None, pattern=r"^[0-9a-f]{64}$")
 
     def summary(self) -> str:
         """``live-local against the stand-in on <when> (claude 2.1.3, profile claude,
@@ -152,6 +163,7 @@ def certification_status(
     kind: CredentialKind,
     provider_url: str,
     cli_version: str | None,
+    ca_bundle: str | None = None,
 ) -> CertificationStatus:
     """The state of ``certification`` for an account that is now ``client``/``kind`` at
     ``provider_url`` (its effective URL), with ``cli_version`` of its CLI here (None: not
@@ -184,6 +196,16 @@ def certification_status(
                 detail=f"the credential is now a {kind} (certified: {certification.kind})",
             )
         )
+    if ca_bundle_sha256(ca_bundle) != certification.ca_bundle_sha256:
+        if certification.ca_bundle_sha256 is None:
+            change = "was added since"
+        elif ca_bundle is None:
+            change = "was removed since"
+        else:
+            change = "is another one than the certified one"
+        stale.append(
+            StaleReason(code="ca-bundle-changed", detail=f"the private CA bundle {change}")
+        )
     unchecked: list[str] = []
     if cli_version is None or certification.cli_version is None:
         unchecked.append(
@@ -213,6 +235,7 @@ __all__ = [
     "CertificationStatus",
     "CertifiedAgainst",
     "StaleReason",
+    "ca_bundle_sha256",
     "certification_status",
     "report_sha256",
 ]

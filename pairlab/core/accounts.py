@@ -105,6 +105,7 @@ class Account(StrictModel):
             kind=self.kind,
             provider_url=self.effective_provider_url,
             cli_version=cli_version,
+            ca_bundle=self.ca_bundle,
         )
 
     @property

@@ -10,6 +10,7 @@ import pytest
 
 from pairlab.core.account_certification import (
     AccountCertification,
+    ca_bundle_sha256,
     report_sha256,
 )
 from pairlab.core.accounts import Account, AccountStamp, CredentialKind
@@ -164,3 +165,19 @@ def test_the_canary_approval_says_the_accounts_certification() -> None:
     assert recorded["account_certification"]["state"] == "stale"
     assert recorded["account_certification"]["stale"][0]["code"] == "provider-url-changed"
     assert approval_record("rejected", None, params, WHEN)["account_certification"] is None
+
+
+def test_a_changed_private_ca_bundle_makes_it_stale() -> None:
+    bundle = "-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n"
+    other = bundle.replace("MIIB", "MIIC")
+    with_ca = _certification(ca_bundle_sha256=ca_bundle_sha256(bundle))
+    held = _account(certification=with_ca, ca_bundle=bundle).certification_status("2.1.332")
+    assert held.state == "certified", held.line()
+    for now, words in ((other, "is another one"), (None, "was removed since")):
+        status = _account(certification=with_ca, ca_bundle=now).certification_status("2.1.332")
+        assert [r.code for r in status.stale] == ["ca-bundle-changed"]
+        assert words in status.line()
+    added = _account(certification=_certification(), ca_bundle=bundle)
+    status = added.certification_status("2.1.332")
+    assert status.short() == "STALE (ca-bundle-changed)"
+    assert "was added since" in status.line() and "MII" not in status.line()

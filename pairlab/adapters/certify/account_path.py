@@ -43,7 +43,11 @@ from pairlab.adapters.accounts.episode_wiring import (
 )
 from pairlab.adapters.accounts.selection import load_account, open_account_store
 from pairlab.adapters.certify.report import CertifyCheck, ProfileCertification
-from pairlab.core.account_certification import AccountCertification, report_sha256
+from pairlab.core.account_certification import (
+    AccountCertification,
+    ca_bundle_sha256,
+    report_sha256,
+)
 from pairlab.core.account_kinds import public_provider_url
 from pairlab.core.accounts import Account, AccountStamp, CredentialKind
 from pairlab.core.errors import InvalidInputError, ReasonCode
@@ -127,6 +131,7 @@ class CertifyAccount:
             certified_at=datetime.now(UTC).replace(microsecond=0),
             report_sha256=report_sha256(report),
             failed_checks=[c.name for c in result.checks if not c.passed],
+            ca_bundle_sha256=ca_bundle_sha256(self.record.ca_bundle),
         )
         open_account_store().set_certification(self.record.name, certification)
         return certification
