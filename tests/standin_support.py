@@ -106,3 +106,22 @@ def files_holding(root: Path, needle: str) -> list[str]:
 def ledger_requests(ledger: Path) -> list[dict[str, object]]:
     rows = [json.loads(line) for line in ledger.read_text().splitlines() if line.strip()]
     return [r for r in rows if r.get("kind") == "request"]
+
+
+def register_account(
+    env: dict[str, str], name: str, client: str, *source: str, provider_url: str
+) -> str:
+    """``pairlab account add NAME --client CLIENT SOURCE... --provider-url URL --replace``
+    (``source``: ``--from-env VAR`` or ``--from-file PATH``). Replaced, not added: a test
+    session's one Prefect server keeps the Secret blocks an earlier case registered, and a
+    second add of the name would fail ``account-exists``. Returns what the command printed
+    (stdout and stderr: a credential scan reads it too)."""
+    added = subprocess.run(
+        pairlab_argv(
+            "account", "add", name, "--client", client, *source,
+            "--provider-url", provider_url, "--replace",
+        ),
+        env=env, capture_output=True, text=True, timeout=120, check=False,
+    )  # fmt: skip
+    assert added.returncode == 0, added.stderr
+    return added.stdout + added.stderr

@@ -112,3 +112,24 @@ def read_execution_log(episode_dir: Path) -> list[dict[str, Any]]:
     if not path.exists():
         return []
     return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line]
+
+
+def optimizer_only_manifest(directory: Path) -> Path:
+    """An intervention manifest that supports only the optimizer arm (as
+    interventions/mcp-server-git.yaml) and runs the reference server's command, so nothing
+    is installed: a third-party-like intervention offline."""
+    path = directory / "optimizer-only.yaml"
+    manifest = {
+        "schema_version": 1,
+        "id": "optimizer-only",
+        "version": "0",
+        "description": "A third-party-like server: the optimizer arm only.",
+        "kind": "stdio",
+        "install": {"module": "pairlab.intervention"},
+        "command": "token-optimizer",
+        "args": ["mcp"],
+        "arms": {"optimizer": {}, "retrieval": "unsupported", "full": "unsupported"},
+        "startup_timeout_s": 30,
+    }
+    path.write_text(json.dumps(manifest))
+    return path

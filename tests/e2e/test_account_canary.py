@@ -12,7 +12,6 @@ from __future__ import annotations
 import json
 import secrets
 import socket
-import subprocess
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -28,8 +27,7 @@ from tests.canary_trial_support import (
     wait_for_input_schema,
 )
 from tests.real_cli_bins import claude_binary, codex_binary
-from tests.standin_support import files_holding, running_standin
-from tests.support import pairlab_argv
+from tests.standin_support import files_holding, register_account, running_standin
 
 pytestmark = [
     pytest.mark.realcli,
@@ -45,20 +43,6 @@ pytestmark = [
 WINDOW_LIMIT = 400_000.0
 CEILING_PERCENT = 25
 GO = {"approve": True, "approver": "ops-alice", "note": "", "budget_acknowledged": True}
-
-
-def _add_account(env: dict[str, str], name: str, variable: str, base: str) -> None:
-    """Register (or replace: the session's one Prefect server keeps the Secret blocks an
-    earlier case of the session registered) the account with this test's credential and
-    stand-in."""
-    added = subprocess.run(
-        pairlab_argv(
-            "account", "add", name, "--client", "claude", "--from-env", variable,
-            "--provider-url", base, "--replace",
-        ),
-        env=env, capture_output=True, text=True, timeout=120, check=False,
-    )  # fmt: skip
-    assert added.returncode == 0, added.stderr
 
 
 @dataclass
@@ -139,8 +123,10 @@ def test_canary_on_an_account_approved_stopped_resumed_and_rejected(
 
     with running_standin(tmp_path / "standin", "env:PLANTED_CREDENTIAL", env=env) as standin:
         base = standin.register("fix-median", five_hour_limit=WINDOW_LIMIT)
-        _add_account(env, "own", "PLANTED_CREDENTIAL", base)
-        _add_account(env, "bad", "WRONG_CREDENTIAL", base)
+        register_account(
+            env, "own", "claude", "--from-env", "PLANTED_CREDENTIAL", provider_url=base
+        )
+        register_account(env, "bad", "claude", "--from-env", "WRONG_CREDENTIAL", provider_url=base)
         run_dir = tmp_path / "work" / "runs" / trial_id
 
         # 1. approved, stopped at the percent ceiling after the first pair
@@ -259,14 +245,9 @@ def test_codex_canary_on_an_api_key_stops_at_its_token_ceiling(
     }  # fmt: skip
     with running_standin(tmp_path / "standin", "env:PLANTED_CREDENTIAL", env=env) as standin:
         base = standin.register("fix-median")
-        added = subprocess.run(
-            pairlab_argv(
-                "account", "add", "key", "--client", "codex", "--from-env",
-                "PLANTED_CREDENTIAL", "--provider-url", f"{base}/v1", "--replace",
-            ),  # replaced: the session's Prefect server keeps the other backend's
-            env=env, capture_output=True, text=True, timeout=120, check=False,
-        )  # fmt: skip
-        assert added.returncode == 0, added.stderr
+        added = register_account(
+            env, "key", "codex", "--from-env", "PLANTED_CREDENTIAL", provider_url=f"{base}/v1"
+        )
         stopped = _approved(prefect_server, tmp_path, trial_id, budget_tokens=1, **params)
         run_dir = tmp_path / "work" / "runs" / trial_id
         first = {p.parent.name: p.read_bytes() for p in run_dir.glob("episodes/*/record.json")}
@@ -290,7 +271,7 @@ def test_codex_canary_on_an_api_key_stops_at_its_token_ceiling(
     for where in (tmp_path / "store", tmp_path / "work"):
         assert files_holding(where, planted) == []
         assert files_holding(where, planted.removeprefix("sk-proj-")) == []
-    for text in (stopped.log, done.log, added.stdout + added.stderr, shown):
+    for text in (stopped.log, done.log, added, shown):
         assert planted.removeprefix("sk-proj-") not in text
 
 
@@ -309,14 +290,10 @@ def test_a_docker_canary_whose_provider_is_unreachable_fails_naming_it(
         port = closed.getsockname()[1]
     planted = f"sk-proj-PLANTED{secrets.token_hex(12)}"
     env = {**prefect_server.env, "PLANTED_CREDENTIAL": planted}
-    added = subprocess.run(
-        pairlab_argv(
-            "account", "add", "nowhere", "--client", "codex", "--from-env",
-            "PLANTED_CREDENTIAL", "--provider-url", f"http://127.0.0.1:{port}/v1",
-        ),
-        env=env, capture_output=True, text=True, timeout=120, check=False,
+    register_account(
+        env, "nowhere", "codex", "--from-env", "PLANTED_CREDENTIAL",
+        provider_url=f"http://127.0.0.1:{port}/v1",
     )  # fmt: skip
-    assert added.returncode == 0, added.stderr
     trial_id = "canary-unreachable"
     failed = _approved(
         prefect_server, tmp_path, trial_id, profile="codex", task_filter=["fix-median"],

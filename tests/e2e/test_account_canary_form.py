@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import json
 import secrets
-import subprocess
 import time
 from pathlib import Path
 from typing import Any
@@ -29,8 +28,8 @@ from tests.canary_trial_support import (
     wait_for_state,
 )
 from tests.real_cli_bins import claude_binary
-from tests.standin_support import files_holding, running_standin
-from tests.support import CHROMIUM, pairlab_argv, require
+from tests.standin_support import files_holding, register_account, running_standin
+from tests.support import CHROMIUM, require
 from tests.ui_support import launch_chromium, new_ui_page, screenshot
 
 pytestmark = [
@@ -99,14 +98,9 @@ def test_account_canary_approved_through_the_prefect_form(
     trial_id = "canary-acct-form"
     with running_standin(tmp_path / "standin", "env:PLANTED_CREDENTIAL", env=env) as standin:
         base = standin.register("fix-median", five_hour_limit=WINDOW_LIMIT)
-        added = subprocess.run(
-            pairlab_argv(
-                "account", "add", "own", "--client", "claude", "--from-env",
-                "PLANTED_CREDENTIAL", "--provider-url", base, "--replace",
-            ),
-            env=env, capture_output=True, text=True, timeout=120, check=False,
-        )  # fmt: skip
-        assert added.returncode == 0, added.stderr
+        register_account(
+            env, "own", "claude", "--from-env", "PLANTED_CREDENTIAL", provider_url=base
+        )
         trial = start_trial(
             prefect_server, tmp_path, trial_id, account="own", profile="claude",
             task_filter=["fix-median"], strata=["cold"], repetitions=1,

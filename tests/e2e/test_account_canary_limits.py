@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import json
 import secrets
-import subprocess
 from pathlib import Path
 from typing import Any
 
@@ -34,8 +33,13 @@ import pytest
 from tests.e2e.test_account_canary import GO, _approved, _prefect_text
 from tests.integration.test_account_episode import _chatgpt_login
 from tests.real_cli_bins import claude_binary, codex_binary
-from tests.standin_support import StandIn, files_holding, ledger_requests, running_standin
-from tests.support import pairlab_argv
+from tests.standin_support import (
+    StandIn,
+    files_holding,
+    ledger_requests,
+    register_account,
+    running_standin,
+)
 
 pytestmark = [
     pytest.mark.realcli,
@@ -83,14 +87,10 @@ def test_codex_chatgpt_login_canary_meets_a_usage_limit_and_resumes_it(
     with running_standin(tmp_path / "standin", f"file:{login}", env=env) as standin:
         base = standin.register("fix-median", five_hour_limit=WINDOW_LIMIT)
         token = base.rsplit("/", 1)[1]
-        added = subprocess.run(
-            pairlab_argv(
-                "account", "add", "plus", "--client", "codex", "--from-file", str(login),
-                "--provider-url", f"{base}/backend-api/codex", "--replace",
-            ),
-            env=env, capture_output=True, text=True, timeout=120, check=False,
+        added = register_account(
+            env, "plus", "codex", "--from-file", str(login),
+            provider_url=f"{base}/backend-api/codex",
         )  # fmt: skip
-        assert added.returncode == 0, added.stderr
 
         # 1. approved, stopped by its token ceiling after the probe pair
         stopped = _approved(prefect_server, tmp_path, trial_id, budget_tokens=1, **params)
@@ -190,7 +190,7 @@ def test_codex_chatgpt_login_canary_meets_a_usage_limit_and_resumes_it(
     for secret in (tokens["access_token"], tokens["refresh_token"], tokens["id_token"]):
         for where in (tmp_path / "store", tmp_path / "work"):
             assert files_holding(where, secret) == []
-        for text in (stopped.log, limited.log, done.log, added.stdout + added.stderr, shown):
+        for text in (stopped.log, limited.log, done.log, added, shown):
             assert secret not in text
 
 
@@ -216,14 +216,9 @@ def test_claude_canary_limited_at_its_first_run_judges_nothing_and_resumes(
     with running_standin(tmp_path / "standin", "env:PLANTED_CREDENTIAL", env=env) as standin:
         base = standin.register("fix-median")
         token = base.rsplit("/", 1)[1]
-        added = subprocess.run(
-            pairlab_argv(
-                "account", "add", "own", "--client", "claude", "--from-env",
-                "PLANTED_CREDENTIAL", "--provider-url", base, "--replace",
-            ),
-            env=env, capture_output=True, text=True, timeout=120, check=False,
-        )  # fmt: skip
-        assert added.returncode == 0, added.stderr
+        added = register_account(
+            env, "own", "claude", "--from-env", "PLANTED_CREDENTIAL", provider_url=base
+        )
         _faults(standin, token, [{"kind": "usage-limit-429", "at_request": 0}])
         limited = _approved(prefect_server, tmp_path, trial_id, **params)
         said = [json.loads(p.read_text()) for p in run_dir.glob("episodes/*/provider-limit.json")]
@@ -259,5 +254,5 @@ def test_claude_canary_limited_at_its_first_run_judges_nothing_and_resumes(
     shown = _prefect_text(prefect_server, [trial_id])
     for where in (tmp_path / "store", tmp_path / "work"):
         assert files_holding(where, planted.removeprefix("sk-ant-oat01-")) == []
-    for text in (limited.log, done.log, added.stdout + added.stderr, shown):
+    for text in (limited.log, done.log, added, shown):
         assert planted.removeprefix("sk-ant-oat01-") not in text

@@ -30,6 +30,7 @@ from pairlab.core.emulator.run_settings import EmulatorSettings
 from pairlab.core.errors import InvalidInputError, ReasonCode
 from tests.e2e import eval_checks as checks
 from tests.integration.realcli_harness import require_cli
+from tests.support import optimizer_only_manifest
 
 pytestmark = [pytest.mark.prefect, pytest.mark.realcli, pytest.mark.timeout(900)]
 
@@ -37,31 +38,10 @@ RUN_ID = "arms-default"
 OPTIMIZER_ONLY = ["baseline", "optimizer"]
 
 
-def _manifest(tmp_path: Path) -> Path:
-    path = tmp_path / "optimizer-only.yaml"
-    path.write_text(
-        json.dumps(
-            {
-                "schema_version": 1,
-                "id": "optimizer-only",
-                "version": "0",
-                "description": "A third-party-like server: the optimizer arm only.",
-                "kind": "stdio",
-                "install": {"module": "pairlab.intervention"},
-                "command": "token-optimizer",
-                "args": ["mcp"],
-                "arms": {"optimizer": {}, "retrieval": "unsupported", "full": "unsupported"},
-                "startup_timeout_s": 30,
-            }
-        )
-    )
-    return path
-
-
 def _params(tmp_path: Path, **changes: Any) -> EvidenceEvalParams:
     return EvidenceEvalParams(
         profile="claude",
-        intervention=str(_manifest(tmp_path)),
+        intervention=str(optimizer_only_manifest(tmp_path)),
         task_filter=["fix-median"],
         repetitions=1,
         min_pairs=2,

@@ -5,7 +5,6 @@ resume with the default keeps the run's arms, never a new resolution."""
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import pytest
@@ -21,7 +20,7 @@ from pairlab.core.errors import InvalidInputError, ReasonCode
 from pairlab.core.frozen_settings import resume_settings
 from pairlab.core.intervention_wiring import planned_arms, require_arms
 from pairlab.core.schemas.profile import RunnerProfile
-from tests.support import REPO_ROOT
+from tests.support import REPO_ROOT, optimizer_only_manifest
 
 ALL = ["baseline", "optimizer", "retrieval", "full"]
 OPTIMIZER_ONLY = ["baseline", "optimizer"]
@@ -30,23 +29,7 @@ OPTIMIZER_ONLY = ["baseline", "optimizer"]
 def _optimizer_only(tmp_path: Path) -> RunnerProfile:
     """The claude profile wired with a server that supports only the optimizer arm (as
     interventions/mcp-server-git.yaml; the reference server's command, nothing to install)."""
-    manifest = tmp_path / "optimizer-only.yaml"
-    manifest.write_text(
-        json.dumps(
-            {
-                "schema_version": 1,
-                "id": "optimizer-only",
-                "version": "0",
-                "description": "A third-party-like server: the optimizer arm only.",
-                "kind": "stdio",
-                "install": {"module": "pairlab.intervention"},
-                "command": "token-optimizer",
-                "args": ["mcp"],
-                "arms": {"optimizer": {}, "retrieval": "unsupported", "full": "unsupported"},
-                "startup_timeout_s": 30,
-            }
-        )
-    )
+    manifest = optimizer_only_manifest(tmp_path)
     return load_profile_file(
         REPO_ROOT / "runner_profiles" / "claude.yaml", load_intervention(str(manifest))
     )
