@@ -15,6 +15,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+import time
 import urllib.error
 import urllib.request
 from datetime import UTC, datetime, timedelta
@@ -23,7 +24,7 @@ from typing import Any
 
 import pytest
 
-from tests.ui_support import api, runs_of, serving, wait_for_deployment
+from tests.ui_support import API_RETRIES, api, runs_of, serving, wait_for_deployment
 
 PASTED = "sk-ant-oat01-" + "Qz7" * 10
 NO_CREDENTIAL = "'no credential here (register it with pairlab account add)' was expected"
@@ -45,11 +46,17 @@ def _create(server: Any, deployment_id: str, parameters: dict[str, Any]) -> tupl
         data=json.dumps(body).encode(),
         headers={"Content-Type": "application/json"},
     )
-    try:
-        with urllib.request.urlopen(req, timeout=60) as resp:
-            return resp.status, resp.read().decode()
-    except urllib.error.HTTPError as exc:
-        return exc.code, exc.read().decode()
+    for attempt in range(API_RETRIES + 1):
+        try:
+            with urllib.request.urlopen(req, timeout=60) as resp:
+                return resp.status, resp.read().decode()
+        except urllib.error.HTTPError as exc:
+            # 503: the server's SQLite was locked under load and nothing was written (as
+            # tests/ui_support.api); any other answer is the server's word on the request
+            if exc.code != 503 or attempt == API_RETRIES:
+                return exc.code, exc.read().decode()
+            time.sleep(2**attempt)
+    raise AssertionError("unreachable")
 
 
 def _planted(params: dict[str, Any], path: tuple[str | int, ...]) -> dict[str, Any]:

@@ -461,10 +461,15 @@ def test_eval_from_the_stack_ui_runs_on_its_workers_and_lands_in_garage(
     sent = run["parameters"]["params"]
     assert sent["task_filter"] == ["fix-median"] and sent["repetitions"] == 1, sent
     assert sent["store"] == store and sent["work_dir"] == str(stack.work), sent
-    # its one pair (4 arms) ran once, on a worker container of the stack
+    # the form's untouched Arms (empty) is the reference intervention's four arms, resolved
+    # and frozen by the flow; its one pair (4 arms) ran once, on a worker container
+    assert sent["arms"] == [], sent
+    arms = ["baseline", "optimizer", "retrieval", "full"]
+    frozen = json.loads((stack.work / "runs" / UI_RUN_ID / "settings.json").read_text())
+    assert frozen["arms"] == arms, frozen
     episodes = stack.work / "runs" / UI_RUN_ID / "episodes"
     records = _records(episodes)
-    assert len(records) == len(sent["arms"]) == 4, sorted(records)
+    assert sorted(records) == sorted(f"{UI_RUN_ID}:fix-median:0:{a}" for a in arms), records
     workers = {
         _docker("inspect", "--format", "{{.Config.Hostname}}", name).strip()
         for name in stack.containers("worker")

@@ -46,8 +46,15 @@ def _episode(out: Path, cli: str, arm: str) -> dict[str, Any]:
 
 
 def _actions(out: Path) -> list[str]:
+    """The model's actions in request order. Rows are written as answers end, and Codex may
+    send its next request before the stream of the last one has closed (seen under load:
+    the apply_patch answer's row after the next request's), so file order is not it."""
     rows = [json.loads(line) for line in (out / "emulator-ledger.jsonl").read_text().splitlines()]
-    return [r["turn"]["action"] for r in rows if r["kind"] == "request" and r.get("turn")]
+    turns = sorted(
+        (r for r in rows if r["kind"] == "request" and r.get("turn")),
+        key=lambda r: r["request_index"],
+    )
+    return [r["turn"]["action"] for r in turns]
 
 
 def _transcript(out: Path, cli: str) -> str:
