@@ -118,8 +118,13 @@ def wait_for_state(
     raise AssertionError(f"flow run {trial.trial_id} never reached {state}")
 
 
-def wait_for_input_schema(server: PrefectServer, run_id: str, timeout_s: float = 60) -> None:
-    """The paused run accepts input once its RunInput schema is stored."""
+def wait_for_input_schema(
+    server: PrefectServer, run_id: str, timeout_s: float = 60, *, description: bool = False
+) -> None:
+    """The paused run accepts input once its RunInput schema is stored. ``description``:
+    wait for the form's description too -- Prefect stores it after the schema, in a second
+    request, so a reader of the description right after the schema may get a 404 (seen
+    under a cold CI's load)."""
     deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline:
         run = api(server, "GET", f"/flow_runs/{run_id}")
@@ -127,11 +132,15 @@ def wait_for_input_schema(server: PrefectServer, run_id: str, timeout_s: float =
         if keyset:
             try:
                 api(server, "GET", f"/flow_runs/{run_id}/input/{keyset['schema']}")
+                if description:
+                    api(server, "GET", f"/flow_runs/{run_id}/input/{keyset['description']}")
                 return
             except urllib.error.HTTPError:
                 pass
         time.sleep(0.5)
-    raise AssertionError("paused run never stored its input schema")
+    raise AssertionError(
+        "paused run never stored its input schema" + (" and description" if description else "")
+    )
 
 
 def latest_artifact(server: PrefectServer, key: str) -> dict[str, Any] | None:

@@ -178,11 +178,25 @@ def submit_and_wait_for_run(
         )
         if created is not None:
             return created
-        for close in page.get_by_role("button", name="Close").all():
-            if close.is_visible():
-                close.click()
+        _dismiss_notices(page, oops)
         time.sleep(2**attempt)
     raise AssertionError("unreachable: the last try waits until a run or its timeout")
+
+
+def _dismiss_notices(page: Any, oops: Any) -> None:
+    """Close the UI's notices (toasts) and wait until the error notice is gone, as an
+    operator would before submitting again. Toasts stack and animate: a Close button may
+    sit under the next toast's countdown circle (a plain click then waited its whole
+    timeout in cold CI run 10), so each click is forced and short, and a notice that will
+    not close is left to its own countdown (the wait for it to hide)."""
+    from playwright.sync_api import Error as PlaywrightError
+
+    for close in page.get_by_role("button", name="Close").all():
+        with contextlib.suppress(PlaywrightError):
+            if close.is_visible():
+                close.click(force=True, timeout=5_000)
+    with contextlib.suppress(PlaywrightError):
+        oops.wait_for(state="hidden", timeout=30_000)
 
 
 def wait_for_run(

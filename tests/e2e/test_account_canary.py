@@ -74,7 +74,7 @@ def _approved(server: Any, tmp: Path, trial_id: str, **params: Any) -> Decided:
     trial = start_trial(server, tmp, trial_id, **params)
     try:
         run = _paused_run(server, trial)
-        wait_for_input_schema(server, run["id"])
+        wait_for_input_schema(server, run["id"], description=True)
         details = api(server, "GET", f"/flow_runs/{run['id']}")["state"]["state_details"]
         key = details["run_input_keyset"]["description"]
         form = json.dumps(api(server, "GET", f"/flow_runs/{run['id']}/input/{key}"))
@@ -231,13 +231,16 @@ def test_codex_canary_on_an_api_key_stops_at_its_token_ceiling(
     """The real Codex on an API-key account (no subscription window: the approval says the
     share cannot be read): a token ceiling of 1 lets the probe pair run alone and stops
     the trial before the second, budget-exhausted; a resume with a ceiling above the whole
-    trial, approved again, completes it with each run once; the key is in nothing written,
-    published, printed or shown. On both backends (Docker: the key reaches the episode
+    trial, approved again, completes it with each run once; a key the provider rejects
+    stops a trial at its first run (credential-rejected, nothing published); neither key
+    is in anything written, published, printed or shown. On both backends (Docker: the key reaches the episode
     container through its secret mount, the stand-in through the run network's relay)."""
     codex_binary()
     planted = f"sk-proj-PLANTED{secrets.token_hex(12)}"
-    env = {**prefect_server.env, "PLANTED_CREDENTIAL": planted}
-    trial_id = f"canary-codex-{backend}"  # one per backend: the server shows this test's runs
+    wrong = f"sk-proj-WRONG{secrets.token_hex(12)}"
+    env = {**prefect_server.env, "PLANTED_CREDENTIAL": planted, "WRONG_CREDENTIAL": wrong}
+    # one per backend: what the server shows of a trial is this test's
+    trial_id, rejected_id = f"canary-codex-{backend}", f"canary-codex-{backend}-401"
     params = {
         "profile": "codex", "task_filter": ["fix-median"], "strata": ["cold"],
         "repetitions": 2, "treated_arm": "optimizer", "quota_interval_s": 1,
@@ -255,6 +258,17 @@ def test_codex_canary_on_an_api_key_stops_at_its_token_ceiling(
         token = base.rsplit("/", 1)[1]
         rows = (standin.ledgers / f"{token}.jsonl").read_text().splitlines()
         requests = [r for r in map(json.loads, filter(None, rows)) if r.get("kind") == "request"]
+        refused_before = (standin.ledgers / "unrouted.jsonl").exists()
+        # a key the provider rejects (401 with OpenAI's error body)
+        added_wrong = register_account(
+            env, "wrong-key", "codex", "--from-env", "WRONG_CREDENTIAL", provider_url=f"{base}/v1"
+        )
+        refused = _approved(
+            prefect_server, tmp_path, rejected_id,
+            **{**params, "account": "wrong-key", "repetitions": 1},
+        )  # fmt: skip
+        rejections = (standin.ledgers / "unrouted.jsonl").read_text().splitlines()
+        unrouted = [json.loads(line) for line in rejections if line.strip()]
 
     assert stopped.state[0] == "CANCELLED", stopped.log[-3000:]
     assert stopped.result["outcome"] == "budget-exhausted" and stopped.result["episodes"] == 2
@@ -266,13 +280,26 @@ def test_codex_canary_on_an_api_key_stops_at_its_token_ceiling(
     assert len(records) == 4 and {k: records[k] for k in first} == first
     assert {json.loads(r)["client"] for r in records.values()} == {"codex"}
     assert requests and all(r["status"] == 200 for r in requests)
-    assert not (standin.ledgers / "unrouted.jsonl").exists()
-    shown = _prefect_text(prefect_server, [trial_id])
-    for where in (tmp_path / "store", tmp_path / "work"):
-        assert files_holding(where, planted) == []
-        assert files_holding(where, planted.removeprefix("sk-proj-")) == []
-    for text in (stopped.log, done.log, added, shown):
-        assert planted.removeprefix("sk-proj-") not in text
+    assert not refused_before  # the good key: no request refused
+
+    # the 401 path: the first run says credential-rejected, the trial stops, nothing published
+    state, message = refused.state
+    assert state == "FAILED" and "rejected the credential" in (message or ""), message
+    assert "credential-rejected" in refused.log
+    rejected_dir = tmp_path / "work" / "runs" / rejected_id
+    assert not list(rejected_dir.glob("episodes/*/record.json"))
+    assert not list(rejected_dir.glob("trials/evidence/*.json"))
+    assert not (tmp_path / "store" / "runs" / rejected_id).exists()
+    refusals = [r for r in unrouted if r.get("kind") == "unauthenticated"]  # the stand-in's 401s
+    assert any(r["path"].endswith("/v1/responses") and r["status"] == 401 for r in refusals)
+
+    shown = _prefect_text(prefect_server, [trial_id, rejected_id])
+    for secret in (planted, wrong):
+        for where in (tmp_path / "store", tmp_path / "work"):
+            assert files_holding(where, secret) == []
+            assert files_holding(where, secret.removeprefix("sk-proj-")) == []
+        for text in (stopped.log, done.log, refused.log, added, added_wrong, shown):
+            assert secret.removeprefix("sk-proj-") not in text
 
 
 def test_a_docker_canary_whose_provider_is_unreachable_fails_naming_it(
