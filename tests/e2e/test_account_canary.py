@@ -88,6 +88,21 @@ def _approved(server: Any, tmp: Path, trial_id: str, **params: Any) -> Decided:
         trial.stop()
 
 
+def _assert_rejected(
+    refused: Decided, run_dir: Path, store: Path, unrouted: list[dict[str, Any]], path: str
+) -> None:
+    """A trial on a credential the provider rejects: FAILED at its first run,
+    credential-rejected, nothing recorded or published, the stand-in's 401 on ``path``."""
+    state, message = refused.state
+    assert state == "FAILED" and "rejected the credential" in (message or ""), message
+    assert "credential-rejected" in refused.log
+    assert not list(run_dir.glob("episodes/*/record.json"))
+    assert not list(run_dir.glob("trials/evidence/*.json"))
+    assert not (store / "runs" / run_dir.name).exists()
+    refusals = [r for r in unrouted if r.get("kind") == "unauthenticated"]  # the stand-in's 401s
+    assert any(r["path"].endswith(path) and r["status"] == 401 for r in refusals)
+
+
 def _prefect_text(server: Any, trial_ids: list[str]) -> str:
     """What the server shows of the trials: their parameters, states, logs and artifacts."""
     parts = []
@@ -203,15 +218,13 @@ def test_canary_on_an_account_approved_stopped_resumed_and_rejected(
     assert len(list(run_dir.glob("episodes/*/record.json"))) == 4
 
     # the 401 path: the first run says credential-rejected, the trial stops, nothing published
-    state, message = refused.state
-    assert state == "FAILED" and "rejected the credential" in (message or ""), message
-    assert "credential-rejected" in refused.log
-    rejected_dir = tmp_path / "work" / "runs" / rejected_id
-    assert not list(rejected_dir.glob("episodes/*/record.json"))
-    assert not list(rejected_dir.glob("trials/evidence/*.json"))
-    assert not (tmp_path / "store" / "runs" / rejected_id).exists()
-    refusals = [r for r in unrouted if r.get("kind") == "unauthenticated"]  # the stand-in's 401s
-    assert any(r["path"].endswith("/v1/messages") and r["status"] == 401 for r in refusals)
+    _assert_rejected(
+        refused,
+        tmp_path / "work" / "runs" / rejected_id,
+        tmp_path / "store",
+        unrouted,
+        "/v1/messages",
+    )
 
     # the planted credential: in nothing written, published, printed or shown by the server
     shown = _prefect_text(prefect_server, [trial_id, rejected_id])
@@ -283,15 +296,13 @@ def test_codex_canary_on_an_api_key_stops_at_its_token_ceiling(
     assert not refused_before  # the good key: no request refused
 
     # the 401 path: the first run says credential-rejected, the trial stops, nothing published
-    state, message = refused.state
-    assert state == "FAILED" and "rejected the credential" in (message or ""), message
-    assert "credential-rejected" in refused.log
-    rejected_dir = tmp_path / "work" / "runs" / rejected_id
-    assert not list(rejected_dir.glob("episodes/*/record.json"))
-    assert not list(rejected_dir.glob("trials/evidence/*.json"))
-    assert not (tmp_path / "store" / "runs" / rejected_id).exists()
-    refusals = [r for r in unrouted if r.get("kind") == "unauthenticated"]  # the stand-in's 401s
-    assert any(r["path"].endswith("/v1/responses") and r["status"] == 401 for r in refusals)
+    _assert_rejected(
+        refused,
+        tmp_path / "work" / "runs" / rejected_id,
+        tmp_path / "store",
+        unrouted,
+        "/v1/responses",
+    )
 
     shown = _prefect_text(prefect_server, [trial_id, rejected_id])
     for secret in (planted, wrong):
