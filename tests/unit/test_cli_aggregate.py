@@ -75,7 +75,7 @@ def test_the_same_log_analysed_twice_gives_byte_identical_json(
 ) -> None:
     """Determinism: seeds come from names (run id, cohort key, pair ids), never from data or
     the schedule; worker processes and threads give the same bytes."""
-    import pairlab.core.analysis.engine as engine
+    import pairlab.core.analysis.engine_pool as engine
     from tests.unit.test_cohorts import cohort_records
 
     records = [

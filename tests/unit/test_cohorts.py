@@ -429,7 +429,7 @@ def test_a_metric_with_nulls_resamples_only_its_own_pairs_from_its_own_seed() ->
 def test_worker_processes_give_exactly_the_threaded_results(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    import pairlab.core.analysis.engine as engine
+    import pairlab.core.analysis.engine_pool as engine
 
     records = [
         r

@@ -17,7 +17,7 @@ import numpy as np
 import polars as pl
 import pytest
 
-import pairlab.core.analysis.engine as engine
+import pairlab.core.analysis.engine_pool as engine
 from pairlab.core.analysis.cohorts import FRAME_SCHEMA, METRICS, analyse_cohorts, effects_frame
 from pairlab.core.stats import kernels
 from pairlab.core.stats.batch import IntervalBatch
@@ -201,6 +201,10 @@ def test_an_analysis_through_the_compiled_loops_is_byte_identical(
     in_processes, how_p = _analysis_bytes(frame, min_pairs=min_pairs, workers=2)
     assert how_p == "processes" and in_processes == reference
     monkeypatch.delenv(kernels.ENV_NUMPY)
+    compiled, how_c = _analysis_bytes(frame, min_pairs=min_pairs, workers=2)
+    assert how_c == "compiled processes" and compiled == reference
+    monkeypatch.setattr(engine, "PROCESS_POOL_MIN_COHORTS", 10**9)
+    monkeypatch.setattr(engine, "CHUNK_COHORTS", 5)  # several chunks: threads take them
     for workers, expected in ((2, "compiled threads"), (1, "compiled")):
         compiled, how_c = _analysis_bytes(frame, min_pairs=min_pairs, workers=workers)
         assert how_c == expected
@@ -213,6 +217,37 @@ def test_an_analysis_through_the_compiled_loops_is_byte_identical(
     assert {c["pairs"] for c in payload["cohorts"] if c["status"] == "ok"} >= {5, 40}
     if min_pairs == 2:
         assert any(c["pairs"] == 2 and c["status"] == "ok" for c in payload["cohorts"])
+
+
+def test_worker_processes_resample_exactly_as_this_process_and_a_failed_one_loses_nothing(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Every chunk through the worker processes (this process takes none), then through
+    workers that cannot start (every chunk handed back and resampled here): the same
+    bytes as one thread."""
+    frame = varied_frame()
+    monkeypatch.setattr(engine, "COMPILED_MIN_COHORTS", 1)
+    monkeypatch.setattr(engine, "PROCESS_POOL_MIN_COHORTS", 10**9)
+    reference, how = _analysis_bytes(frame, min_pairs=2, workers=1)
+    assert how == "compiled"
+    monkeypatch.setattr(engine, "PROCESS_POOL_MIN_COHORTS", 1)
+    monkeypatch.setattr(engine, "CHUNK_COHORTS", 5)
+    monkeypatch.setattr(engine, "SHARE_HERE", False)
+    here: list[int] = []  # the cohorts resampled in this process
+    original = engine.CohortBootstrap.run_batched
+
+    def counted(self: engine.CohortBootstrap, jobs: list[engine.Job]) -> None:
+        here.extend(job[0] for job in jobs)
+        original(self, jobs)
+
+    monkeypatch.setattr(engine.CohortBootstrap, "run_batched", counted)
+    in_workers, how_w = _analysis_bytes(frame, min_pairs=2, workers=3)
+    assert how_w == "compiled processes" and in_workers == reference
+    assert here == []  # every chunk was resampled by a worker
+    monkeypatch.setattr(engine, "WORKER_MODULE", "pairlab.no_such_worker")
+    handed_back, how_f = _analysis_bytes(frame, min_pairs=2, workers=3)
+    assert how_f == "compiled processes" and handed_back == reference
+    assert len(here) == len(set(here)) > 5  # every chunk came back here, each cohort once
 
 
 def test_small_analyses_stay_on_the_numpy_path() -> None:
@@ -230,6 +265,7 @@ def test_the_warm_up_loads_the_signatures_the_analysis_uses(
     loaded = {name: list(loop.signatures) for name, loop in kernels._COMPILED.items()}
     assert set(loaded) == {"draw", "counts", "studentize"}
     monkeypatch.setattr(engine, "COMPILED_MIN_COHORTS", 1)
+    monkeypatch.setattr(engine, "CHUNK_COHORTS", 5)
     _, how = _analysis_bytes(varied_frame(), min_pairs=5, workers=2)
     assert how == "compiled threads"
     assert {name: list(loop.signatures) for name, loop in kernels._COMPILED.items()} == loaded

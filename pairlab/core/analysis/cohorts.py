@@ -58,7 +58,8 @@ from typing import Final
 import numpy as np
 import polars as pl
 
-from pairlab.core.analysis.engine import Job, Settings, empty_results, run_cohorts
+from pairlab.core.analysis.engine import Job, Settings, empty_results
+from pairlab.core.analysis.engine_pool import run_cohorts
 from pairlab.core.analysis.pairing import (
     FRAME_SCHEMA,
     col,

@@ -1,36 +1,24 @@
-"""Resampling the cohorts of an analysis: per-cohort bootstrap, threads or worker processes.
+"""Resampling the cohorts of an analysis: one cohort's bootstrap, into shared result arrays.
 
 :class:`CohortBootstrap` fills result arrays indexed [cohort, contrast, metric]
 (:data:`RESULTS`): the estimate, the reported percentile (or BCa) interval and
 the decision interval with its one-sided p-values, all from one shared resample
 per set of pairs, and the sample skewness the skewness gate judges
 (:mod:`pairlab.core.stats.skew_gate`; no resampling) (see :mod:`pairlab.core.analysis.cohorts` for the determinism contract).
-
-From :data:`PROCESS_POOL_MIN_COHORTS` resampled cohorts on, the cohorts run in
-worker processes instead of threads: drawing the resample counts (np.bincount)
-holds the GIL, so two threads reached only ~1.15 cores on 2 (bench/README.md); a
-worker costs ~1 s of imports, which pays off only for large analyses. Workers are
-plain ``python -m pairlab.core.analysis.worker`` processes fed by pickle over stdin
-(no multiprocessing: it re-imports the caller's ``__main__`` and cannot fork a
-threaded process safely). Results are identical either way: seeds come from
-names, never from the schedule.
+Who resamples which cohort (threads, worker processes) is
+:mod:`pairlab.core.analysis.engine_pool`'s: results are identical either way, seeds
+come from names, never from the schedule.
 """
 
 from __future__ import annotations
 
-import os
-import pickle
-import subprocess
-import sys
 from collections.abc import Iterator, Sequence
-from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, replace
-from typing import Any, Final
+from dataclasses import dataclass
+from typing import Final
 
 import numpy as np
 
 from pairlab.core.analysis.metrics import METRICS, Contrast
-from pairlab.core.stats import kernels
 from pairlab.core.stats.batch import IntervalBatch
 from pairlab.core.stats.bootstrap import MeanIntervals, Method, bootstrap_mean_intervals
 from pairlab.core.stats.one_cohort import student_t
@@ -48,9 +36,6 @@ RESULTS: Final = (
     "skewness",
     "t_stat",
 )
-PROCESS_POOL_MIN_COHORTS = 2_000
-COMPILED_MIN_COHORTS = 1_000
-BATCH_COHORTS = 64  # cohorts per task of a thread (each finished in batches of rows)
 
 # (cohort index, cohort key, pair ids, [pairs, contrast, metric] differences, applies[contrast])
 Job = tuple[int, tuple[str, ...], list[str], np.ndarray, np.ndarray]
@@ -201,103 +186,21 @@ class CohortBootstrap:
             self.results[name][idx].reshape(-1)[cols] = values_of
 
 
-def run_chunk(
-    settings: Settings, jobs: Sequence[Job]
-) -> list[tuple[int, dict[str, np.ndarray], list[str]]]:
-    """Bootstrap a chunk of cohorts into local result rows (the worker's body)."""
+# (the chunk's cohort indices, their result rows [cohort, contrast, metric] per result
+# name, their notes)
+ChunkResults = tuple[list[int], dict[str, np.ndarray], list[list[str]]]
+
+
+def resample_chunk(settings: Settings, jobs: Sequence[Job]) -> ChunkResults:
+    """Bootstrap ``jobs`` into result rows of their own (a worker process's body), in
+    batches when the settings allow (:meth:`CohortBootstrap.batchable`)."""
     results = empty_results(len(jobs), len(settings.contrasts))
     engine = CohortBootstrap(settings, results)
-    out = []
-    for local, (idx, key, pair_ids, block, applies) in enumerate(jobs):
-        notes: list[str] = []
-        engine.run(local, key, pair_ids, block, applies, notes)
-        out.append((idx, {name: arr[local] for name, arr in results.items()}, notes))
-    return out
-
-
-def run_cohorts(
-    settings: Settings,
-    results: dict[str, np.ndarray],
-    jobs: list[Job],
-    notes: list[list[str]],
-    workers: int | None,
-) -> str:
-    """Resample every job's cohort into ``results``; return how: ``"compiled threads"``,
-    ``"processes"``, ``"threads"`` or ``"serial"`` (the numbers are the same either way)."""
-    n_workers = workers or min(4, os.cpu_count() or 1)
-    if len(jobs) >= COMPILED_MIN_COHORTS and kernels.compiled_enabled():
-        # The compiled loops release the GIL: threads. Worker processes were measured
-        # slower here (200k episodes / 5,000 cohorts, load ~12: 100-139 s wall and 27-29 s
-        # CPU against 66-85 s and 18-20 s in threads): each worker pays ~3 s of imports
-        # and numba start-up.
-        settings = replace(settings, compiled=True)
-    elif n_workers > 1 and len(jobs) >= PROCESS_POOL_MIN_COHORTS:
-        _run_in_processes(settings, results, jobs, notes, n_workers)
-        return "processes"
-    engine = CohortBootstrap(settings, results)
+    local = [(i, *job[1:]) for i, job in enumerate(jobs)]
+    notes: list[list[str]] = [[] for _ in jobs]
     if engine.batchable():
-        # chunks of cohorts, each finished in batches by one thread (per-thread scratch)
-        chunks = [jobs[i : i + BATCH_COHORTS] for i in range(0, len(jobs), BATCH_COHORTS)]
-        if n_workers > 1:
-            with ThreadPoolExecutor(max_workers=n_workers) as pool:
-                list(pool.map(engine.run_batched, chunks))
-        else:
-            for chunk in chunks:
-                engine.run_batched(chunk)
-        return "compiled threads" if n_workers > 1 else "compiled"
-
-    def one(job: Job) -> None:
-        idx, key, pair_ids, block, applies = job
-        engine.run(idx, key, pair_ids, block, applies, notes[idx])
-
-    if n_workers > 1 and len(jobs) > 1:
-        with ThreadPoolExecutor(max_workers=n_workers) as pool:
-            list(pool.map(one, jobs))
+        engine.run_batched(local)
     else:
-        for job in jobs:
-            one(job)
-    if settings.compiled:
-        return "compiled threads" if n_workers > 1 else "compiled"
-    return "threads" if n_workers > 1 and len(jobs) > 1 else "serial"
-
-
-def _run_in_processes(
-    settings: Settings,
-    results: dict[str, np.ndarray],
-    jobs: list[Job],
-    notes: list[list[str]],
-    n_workers: int,
-) -> None:
-    chunks = [jobs[i::n_workers] for i in range(n_workers)]
-    procs = [
-        subprocess.Popen(
-            [sys.executable, "-m", "pairlab.core.analysis.worker"],
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            # one BLAS thread per worker: the workers are the parallelism
-            env={**os.environ, "OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": "1"},
-        )
-        for _ in chunks
-    ]
-    try:
-        # Feed every worker before reading any result (each reads all its input first).
-        for proc, chunk in zip(procs, chunks, strict=True):
-            assert proc.stdin is not None
-            pickle.dump((settings, chunk), proc.stdin, protocol=pickle.HIGHEST_PROTOCOL)
-            proc.stdin.close()
-        for proc in procs:
-            assert proc.stdout is not None
-            found: list[tuple[int, dict[str, Any], list[str]]] = pickle.load(proc.stdout)
-            if proc.wait() != 0:
-                raise RuntimeError(f"cohort worker exited with {proc.returncode}")
-            for idx, rows, cohort_notes in found:
-                for name, row in rows.items():
-                    results[name][idx] = row
-                notes[idx].extend(cohort_notes)
-    finally:
-        for proc in procs:
-            if proc.poll() is None:
-                proc.kill()
-                proc.wait()
-            if proc.stdout is not None:
-                proc.stdout.close()
+        for i, key, pair_ids, block, applies in local:
+            engine.run(i, key, pair_ids, block, applies, notes[i])
+    return [job[0] for job in jobs], results, notes

@@ -1,24 +1,25 @@
 """Worker process for large cohort analyses: ``python -m pairlab.core.analysis.worker``.
 
-Reads one pickled ``(settings, jobs)`` from stdin, bootstraps those cohorts with
-:func:`pairlab.core.analysis.engine.run_chunk` and writes the pickled results to stdout.
-The parent is :func:`pairlab.core.analysis.engine.run_cohorts`; the pickles never
-leave that pair of processes.
+Serves :func:`pairlab.core.analysis.engine_pool.serve` on its stdin and stdout: the
+settings, then chunks of cohorts, each answered with their result rows. The parent is
+:func:`pairlab.core.analysis.engine_pool.run_shared`; the pickles never leave that pair
+of processes. Anything else printed (a library's warning) goes to stderr, never into
+the answers.
 """
 
 from __future__ import annotations
 
-import pickle
+import os
 import sys
 
-from pairlab.core.analysis.engine import run_chunk
+from pairlab.core.analysis.engine_pool import serve
 
 
 def main() -> None:
-    settings, jobs = pickle.load(sys.stdin.buffer)
-    results = run_chunk(settings, jobs)
-    pickle.dump(results, sys.stdout.buffer, protocol=pickle.HIGHEST_PROTOCOL)
-    sys.stdout.buffer.flush()
+    answers = os.fdopen(os.dup(sys.stdout.fileno()), "wb")
+    os.dup2(sys.stderr.fileno(), sys.stdout.fileno())  # stray prints: stderr
+    serve(sys.stdin.buffer, answers)
+    answers.close()
 
 
 if __name__ == "__main__":

@@ -45,7 +45,7 @@ import numpy as np
 from numpy.typing import NDArray
 from scipy import special  # type: ignore[import-untyped]  # no stubs locked
 
-from pairlab.core.stats import kernels, order_keys
+from pairlab.core.stats import blas, kernels, order_keys
 from pairlab.core.stats.workspace import WORKSPACE
 
 FloatArray = NDArray[np.float64]
@@ -138,8 +138,11 @@ def studentized_sums(
         tstar = WORKSPACE.get("tstar", (columns, n_rep), dtype)
     else:  # the caller's (C, B) arrays (rows of a batch)
         s1, tstar = out
-    gemm = max(1, _GEMM_BLOCK_MNK // max(1, 2 * n * columns))
-    block = gemm * max(1, _CACHE_ELEMENTS // max(1, columns * gemm))
+    if blas.one_thread():  # a whole cache block per product (pairlab.core.stats.blas)
+        gemm = block = max(1, _CACHE_ELEMENTS // max(1, columns))
+    else:  # products small enough for OpenBLAS to run them on one thread
+        gemm = max(1, _GEMM_BLOCK_MNK // max(1, 2 * n * columns))
+        block = gemm * max(1, _CACHE_ELEMENTS // max(1, columns * gemm))
     both_full = WORKSPACE.get("both", (2 * columns, block), dtype)
     t_full = WORKSPACE.get("tblock", (columns, block), dtype)
     scratch_full = WORKSPACE.get("scratch", (columns, block), dtype)
