@@ -141,7 +141,9 @@ def register(app: typer.Typer) -> None:
             method="bca" if bca else "percentile",
             plan=resolved,
         )
-        if as_json:
-            emit_json(analysis.to_json(), pretty=pretty)
+        if as_json:  # each cohort's effects pre-encoded: the same bytes as to_json()'s dicts
+            from pairlab.core.analysis.result_fragments import json_with_fragments
+
+            emit_json(json_with_fragments(analysis, pretty=pretty), pretty=pretty)
         else:
             typer.echo(render_cohort_table(analysis), nl=False)

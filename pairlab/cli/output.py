@@ -39,22 +39,34 @@ def _as_before(value: Any) -> Any:
     raise TypeError(f"cannot encode {type(value).__name__}")
 
 
-def encode_json(payload: Any, *, pretty: bool = True) -> bytes:
-    """``payload`` as JSON bytes (UTF-8), indented by two spaces when ``pretty``."""
+def _fallback_default(value: Any) -> Any:
+    if isinstance(value, orjson.Fragment):  # pre-encoded text only orjson can place
+        raise TypeError("an orjson.Fragment needs orjson to encode it")
+    return str(value)
+
+
+def encode_json(payload: Any, *, pretty: bool = True, newline: bool = False) -> bytes:
+    """``payload`` as JSON bytes (UTF-8), indented by two spaces when ``pretty``, with a
+    line break after it when ``newline`` (appended by orjson: no copy of the text)."""
     options = _OPTIONS | (orjson.OPT_INDENT_2 if pretty else 0)
     try:
-        return orjson.dumps(payload, default=_as_before, option=options)
+        return orjson.dumps(
+            payload,
+            default=_as_before,
+            option=options | (orjson.OPT_APPEND_NEWLINE if newline else 0),
+        )
     except orjson.JSONEncodeError:  # e.g. an int beyond 64 bits: the standard encoder
         text = json.dumps(
             payload,
             indent=2 if pretty else None,
             separators=None if pretty else (",", ":"),
-            default=str,
+            default=_fallback_default,
             ensure_ascii=False,
         )
-        return text.encode("utf-8")
+        return (text + ("\n" if newline else "")).encode("utf-8")
 
 
 def emit_json(payload: Any, *, pretty: bool = True) -> None:
-    """Print ``payload`` as JSON and a newline to stdout (bytes: no re-encoding)."""
-    typer.echo(encode_json(payload, pretty=pretty) + b"\n", nl=False)
+    """Print ``payload`` as JSON and a newline to stdout (bytes: no re-encoding). An
+    :class:`orjson.Fragment` in ``payload`` is written verbatim."""
+    typer.echo(encode_json(payload, pretty=pretty, newline=True), nl=False)

@@ -153,8 +153,10 @@ class CohortAnalysis:
         """[cohort, contrast, metric]: a primary or secondary win under the plan."""
         return np.asarray(self.labels().win & self.ok[:, None, None] & self.applies[:, :, None])
 
-    def flags(self, idx: int) -> list[str]:
-        row = self.keys.row(idx, named=True)
+    def flags(self, idx: int, key: dict[str, Any] | None = None) -> list[str]:
+        """Cohort ``idx``'s unknown versions/models and notes (``key``: its row of ``keys``,
+        when the caller has it)."""
+        row = self.keys.row(idx, named=True) if key is None else key
         found = [f"{name} unknown" for name in _FLAGGED_UNKNOWN if row[name] == "unknown"]
         return found + list(self.notes[idx] if idx < len(self.notes) else [])
 
@@ -237,20 +239,24 @@ class CohortAnalysis:
         labels = self.labels()  # once (label_effects: ~0.3 s at 10,000 cohorts)
         cols = self._json_columns(labels)
         # every effect reported (ok cohorts, applicable contrasts, each metric), by decision
-        reported = np.broadcast_to(
-            (self.ok[:, None] & self.applies)[:, :, None], labels.decision.shape
-        )
-        tally = np.bincount(labels.decision[reported], minlength=len(DECISIONS)).tolist()
-        counts = dict(zip(DECISIONS, tally, strict=True))
+        counts = self.decision_counts(labels)
         cohorts = [
             self._cohort_json(idx, key, cols)
             for idx, key in enumerate(self.keys.iter_rows(named=True))
         ]
         return {**self.header(labels), "decisions": counts, "cohorts": cohorts}
 
-    def _json_columns(self, labels: EffectLabels) -> _JsonColumns:
-        """Every per-effect value converted once, as whole arrays (NaN/inf -> None): the
-        per-cohort loop of :meth:`to_json` only indexes (the serial part of a large run)."""
+    def decision_counts(self, labels: EffectLabels) -> dict[str, int]:
+        """Every effect reported (ok cohorts, applicable contrasts, each metric), by decision."""
+        reported = np.broadcast_to(
+            (self.ok[:, None] & self.applies)[:, :, None], labels.decision.shape
+        )
+        tally = np.bincount(labels.decision[reported], minlength=len(DECISIONS)).tolist()
+        return dict(zip(DECISIONS, tally, strict=True))
+
+    def json_arrays(self, labels: EffectLabels) -> JsonArrays:
+        """The values of :meth:`to_json` beyond the stored arrays, computed as whole arrays
+        (NaN/inf still in them)."""
         from pairlab.core.stats.proportions import (
             mcnemar_exact_p,
             newcombe_paired_interval,
@@ -259,6 +265,20 @@ class CohortAnalysis:
 
         with np.errstate(invalid="ignore"):
             p_two = np.minimum(1.0, 2.0 * np.minimum(self.p_saving, self.p_increase))
+        a, b, c, d = (self.cells[x] for x in "abcd")
+        return JsonArrays(
+            p_two=p_two,
+            win=np.isin(labels.decision, [DECISIONS.index(w) for w in WINS]),
+            wilson=wilson_interval(self.correct, self.graded, self.confidence),
+            graded_pairs=a + b + c + d,
+            mcnemar_p=mcnemar_exact_p(b, c),
+            diff=newcombe_paired_interval(a, b, c, d, self.confidence),
+        )
+
+    def _json_columns(self, labels: EffectLabels) -> _JsonColumns:
+        """Every per-effect value converted once, as whole arrays (NaN/inf -> None): the
+        per-cohort loop of :meth:`to_json` only indexes (the serial part of a large run)."""
+        arrays = self.json_arrays(labels)
         est, lo, hi, dlo, dhi, p_list, padj_list = (
             _json_numbers(x)
             for x in (
@@ -267,16 +287,14 @@ class CohortAnalysis:
                 self.high,
                 self.decision_low,
                 self.decision_high,
-                p_two,
+                arrays.p_two,
                 labels.p_adjusted,
             )
         )
         role_l = np.asarray(ROLES, dtype=object)[labels.role].tolist()
         dec_l = np.asarray(DECISIONS, dtype=object)[labels.decision].tolist()
-        win_l = np.isin(labels.decision, [DECISIONS.index(w) for w in WINS]).tolist()
         why_l = np.asarray([r or None for r in REASONS], dtype=object)[labels.reason].tolist()
         n_list, null_list = self.n.tolist(), self.excluded_null.tolist()
-        a, b, c, d = (self.cells[x] for x in "abcd")
         return _JsonColumns(
             effect=(
                 est,
@@ -284,7 +302,7 @@ class CohortAnalysis:
                 hi,
                 n_list,
                 null_list,
-                win_l,
+                arrays.win.tolist(),
                 role_l,
                 dec_l,
                 why_l,
@@ -293,10 +311,10 @@ class CohortAnalysis:
                 p_list,
                 padj_list,
             ),
-            wilson=wilson_interval(self.correct, self.graded, self.confidence),
-            graded_pairs=a + b + c + d,
-            mcnemar_p=mcnemar_exact_p(b, c),
-            diff=newcombe_paired_interval(a, b, c, d, self.confidence),
+            wilson=arrays.wilson,
+            graded_pairs=arrays.graded_pairs,
+            mcnemar_p=arrays.mcnemar_p,
+            diff=arrays.diff,
             applies=self.applies.tolist(),
             ok=self.ok.tolist(),
         )
@@ -330,7 +348,7 @@ class CohortAnalysis:
             "pairs": int(self.pairs[idx]),
             "exploratory": is_ok and int(self.pairs[idx]) < self.plan.plan.min_pairs,
             "excluded": int(self.excluded[idx]),
-            "flags": self.flags(idx),
+            "flags": self.flags(idx, key),
             "effects": effects,
             "correctness": {**self._correctness_json(idx, cols), "paired": paired},
             "joinCoverage": {"exact": exact, "fallback": fallback, "missing": missing},
@@ -353,6 +371,19 @@ class CohortAnalysis:
                 "wilsonHigh": _num(float(w_high[idx, ai])),
             }
         return correctness
+
+
+@dataclass(frozen=True)
+class JsonArrays:
+    """:meth:`CohortAnalysis.json_arrays`: derived values, [cohort, contrast(, metric)]
+    or [cohort, arm] (``wilson``)."""
+
+    p_two: np.ndarray  # the two-sided p-value of the decision test
+    win: np.ndarray
+    wilson: tuple[np.ndarray, np.ndarray]
+    graded_pairs: np.ndarray
+    mcnemar_p: np.ndarray
+    diff: tuple[np.ndarray, np.ndarray, np.ndarray]
 
 
 @dataclass(frozen=True)
