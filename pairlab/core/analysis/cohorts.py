@@ -217,8 +217,10 @@ def _cohort_aggregates(
             aggs.append(
                 (pl.col(f"both:{c.label}") & d.is_null()).sum().alias(f"null:{c.label}:{m}")
             )
-    per = wide.group_by("cohort", maintain_order=True).agg(*key_first(key), *aggs)
-    return summary.join(per, on=key, how="left").sort(key)
+    # ``cohort`` (a run id down the sorted rows) ascends: the groups are slices of ``wide``
+    groups = wide.lazy().set_sorted("cohort").group_by("cohort", maintain_order=True)
+    per = groups.agg(*key_first(key), *aggs)
+    return summary.lazy().join(per, on=key, how="left").sort(key).collect()
 
 
 def _ints(cohorts: pl.DataFrame, name: str) -> np.ndarray:
