@@ -184,3 +184,30 @@ def test_json_is_compact_by_default_and_pretty_on_request_with_the_same_content(
     standard = json.loads(json.dumps(reference, indent=2, default=str))
     assert json.loads(compact) == json.loads(pretty) == standard
     assert any(e["ciLow"] is not None for c in standard["cohorts"] for e in c["effects"])
+
+
+def test_a_log_whose_episodes_are_all_excluded_is_counted_not_a_crash(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Every episode excluded (pre-registered rules): the cohort is reported insufficient
+    with its exclusions counted - nothing lost, no claim (was a polars ComputeError)."""
+    records = [r.model_copy(update={"excluded": True}) for r in cohort_records(6)]
+    path = tmp_path / "excluded.jsonl"
+    path.write_text("\n".join(lines_of(records)) + "\n", encoding="utf-8")
+    code, out, _ = run_cli(["aggregate", str(path), "--json", "--resamples", "1000"], capsys)
+    assert code == 0
+    (cohort,) = json.loads(out)["cohorts"]
+    assert cohort["status"] == "insufficient" and cohort["pairs"] == 0
+    assert cohort["excluded"] == len(records) and cohort["effects"] == []
+    code, out, _ = run_cli(["aggregate", str(path), "--resamples", "1000"], capsys)
+    assert code == 0 and f"{len(records)} excluded" in out
+
+
+def test_an_empty_log_is_an_analysis_of_no_cohort(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = tmp_path / "empty.jsonl"
+    path.write_text("\n", encoding="utf-8")
+    code, out, _ = run_cli(["aggregate", str(path), "--json", "--resamples", "1000"], capsys)
+    payload = json.loads(out)
+    assert code == 0 and payload["cohorts"] == [] and sum(payload["decisions"].values()) == 0

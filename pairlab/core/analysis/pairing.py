@@ -325,10 +325,12 @@ def pair_frame(
     new_key = pl.any_horizontal([pl.col(k).ne_missing(pl.col(k).shift()) for k in key])
     present = [pl.col(col("present", a)) for a in arms]
     cohort_has = [p.any().over(_KEY) for p in present]
-    n_arms = pl.sum_horizontal([h.cast(pl.Int32) for h in cohort_has])
-    complete = pl.all_horizontal([p | ~h for p, h in zip(present, cohort_has, strict=True)]) & (
-        n_arms >= 2
-    )
+    if arms:
+        n_arms = pl.sum_horizontal([h.cast(pl.Int32) for h in cohort_has])
+        every_arm = pl.all_horizontal([p | ~h for p, h in zip(present, cohort_has, strict=True)])
+        complete = every_arm & (n_arms >= 2)
+    else:  # every episode excluded: no pair, no arm (cohorts still counted in the summary)
+        complete = pl.lit(False)
     diffs = [
         (pl.col(col(m, c.treatment)) - pl.col(col(m, c.control))).alias(diff_col(c, m))
         for c in contrasts
