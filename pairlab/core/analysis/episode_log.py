@@ -3,7 +3,8 @@
 Every line is validated by the schema (:func:`pairlab.core.schemas.episode.parse_episode_line`):
 ~10-25 us of pydantic per line, ~15-25 s of a million-line log, and it holds the GIL, so
 threads cannot share it. From :data:`SPLIT_MIN_BYTES` on (with more than one CPU) the log
-is cut at the first line break after its middle byte: a worker process
+is cut at the first line break after its middle byte (moved by what the worker's start
+costs, :data:`WORKER_START_BYTES`): a worker process
 (``python -m pairlab.core.analysis.episode_log LOG OFFSET``) validates the second half and
 builds its part of the frame (:func:`pairlab.core.analysis.pairing.episodes_frame`) while
 this process does the first half; its frame comes back as Arrow IPC and the two are joined
@@ -12,7 +13,7 @@ Measured back to back on the 2-core VM at load 3-4 (bench/README.md): a million 
 (584 MB) 46 s wall with two readers against 70 s with one, the same CPU; 200,000 lines
 (117 MB) lost wall time and CPU (the worker's ~1 s start, the frame passed back), hence
 the threshold. ``PAIRLAB_LOG_READERS``: ``1`` always one process, ``2`` two whenever the
-log has a line break past its middle.
+log has a line break past the cut.
 
 Errors stay those of one process reading the whole log, first bad line first: a bad line
 of the first half raises at once (the worker is stopped); when the worker fails for any
@@ -40,6 +41,10 @@ from pairlab.core.schemas.episode import iter_episode_lines
 # ~450,000 lines of the bench's records (584 MB: a million): below, the worker's ~1 s start
 # and the frame passed back eat most of what it saves
 SPLIT_MIN_BYTES: Final = 256 * 1024 * 1024
+# What the worker's start and its frame's way back cost, in bytes this process reads
+# meanwhile: measured at a million lines, an even cut left this process waiting ~1.3 s
+# for the worker (~22 ms per MB read), so the worker starts ~60 MB behind
+WORKER_START_BYTES: Final = 60 * 1024 * 1024
 ENV_READERS: Final = "PAIRLAB_LOG_READERS"  # "1": one process; "2": two; unset: decided here
 
 
@@ -83,9 +88,11 @@ class _Counted:
 
 
 def _split_point(path: Path, size: int) -> int | None:
-    """The offset just after the first ``\\n`` at or after the middle byte (None: none)."""
+    """The offset just after the first ``\\n`` at or after the cut byte (None: none): the
+    middle, moved towards the end by half of :data:`WORKER_START_BYTES` (at most an eighth of
+    the log)."""
     with path.open("rb") as raw:
-        raw.seek(size // 2)
+        raw.seek(size // 2 + min(WORKER_START_BYTES // 2, size // 8))
         raw.readline()
         cut = raw.tell()
     return cut if 0 < cut < size else None
