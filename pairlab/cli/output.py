@@ -14,13 +14,21 @@ reason codes, were always their value).
 
 ``pretty=True`` (the default for most commands: their output is small and read by people)
 indents by two spaces; ``pairlab aggregate --json`` is compact unless ``--pretty``.
+
+The bytes are written whole or the command fails: a short write (``write`` on a pipe whose
+reader has gone, or on a disk that fills, returns the count it managed) is retried with
+the rest, whose error then ends the command - EPIPE quietly with status 1 (typer), any
+other (ENOSPC) as a traceback, status 1, as a write that fails outright always did.
+(``typer.echo`` ignored the count: ``> file`` on a disk that filled and ``| head`` ended
+with status 0 and part of the JSON.)
 """
 
 from __future__ import annotations
 
 import dataclasses
 import json
-from typing import Any, Final
+import sys
+from typing import IO, Any, Final
 
 import orjson
 import typer
@@ -45,6 +53,12 @@ def _fallback_default(value: Any) -> Any:
     return str(value)
 
 
+def orjson_compact(payload: Any) -> bytes:
+    """``payload`` as compact JSON by orjson alone, as :func:`encode_json` writes it when
+    orjson accepts it (:class:`orjson.JSONEncodeError` when it does not)."""
+    return orjson.dumps(payload, default=_as_before, option=_OPTIONS)
+
+
 def encode_json(payload: Any, *, pretty: bool = True, newline: bool = False) -> bytes:
     """``payload`` as JSON bytes (UTF-8), indented by two spaces when ``pretty``, with a
     line break after it when ``newline`` (appended by orjson: no copy of the text)."""
@@ -66,7 +80,30 @@ def encode_json(payload: Any, *, pretty: bool = True, newline: bool = False) -> 
         return (text + ("\n" if newline else "")).encode("utf-8")
 
 
+def binary_stdout() -> IO[bytes] | None:
+    """The binary stream under ``sys.stdout`` (its pending text flushed first), if any."""
+    stream = sys.stdout
+    if stream is None:
+        return None
+    stream.flush()
+    return getattr(stream, "buffer", None)
+
+
+def write_all(out: IO[bytes], data: bytes | memoryview) -> None:
+    """Write every byte of ``data``: a short write is retried with the rest (its error,
+    e.g. EPIPE or ENOSPC, raised)."""
+    view = memoryview(data)
+    while view:
+        view = view[out.write(view) :]
+
+
 def emit_json(payload: Any, *, pretty: bool = True) -> None:
-    """Print ``payload`` as JSON and a newline to stdout (bytes: no re-encoding). An
-    :class:`orjson.Fragment` in ``payload`` is written verbatim."""
-    typer.echo(encode_json(payload, pretty=pretty, newline=True), nl=False)
+    """Print ``payload`` as JSON and a newline to stdout (bytes: no re-encoding), every
+    byte or an error. An :class:`orjson.Fragment` in ``payload`` is written verbatim."""
+    data = encode_json(payload, pretty=pretty, newline=True)
+    out = binary_stdout()
+    if out is None:  # a text-only stdout (a test's StringIO): typer decodes
+        typer.echo(data, nl=False)
+        return
+    write_all(out, data)
+    out.flush()
