@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
+from pairlab.cli.json_stream import emit_json_stream
 from pairlab.cli.output import emit_json
 from pairlab.core.analysis.study_plan import (
     FROZEN_PLAN_NAME,
@@ -142,8 +143,12 @@ def register(app: typer.Typer) -> None:
             plan=resolved,
         )
         if as_json:  # each cohort's effects pre-encoded: the same bytes as to_json()'s dicts
-            from pairlab.core.analysis.result_fragments import json_with_fragments
+            from pairlab.core.analysis.result_fragments import json_parts, json_with_fragments
 
-            emit_json(json_with_fragments(analysis, pretty=pretty), pretty=pretty)
+            if pretty:  # indented: one document (a cohort's indent depends on its place)
+                emit_json(json_with_fragments(analysis, pretty=True), pretty=True)
+            else:  # compact: the cohorts encoded in blocks while earlier ones are written
+                head, cohorts = json_parts(analysis, pretty=False)
+                emit_json_stream(head, "cohorts", cohorts)
         else:
             typer.echo(render_cohort_table(analysis), nl=False)

@@ -7,10 +7,17 @@ the same bytes as of ``to_json()``, compact or (``pretty``) with ``OPT_INDENT_2`
 takes ~0.3 s of CPU at 10,000 cohorts where the dicts took ~3 s. Only an encoder that
 writes fragments verbatim (orjson) can use it: everything else (report.json, the
 table, ``effects.parquet``) reads ``to_json()``.
+
+:func:`json_parts` is the same document as its head (every key before ``"cohorts"``, the
+last key) and the cohorts, each built as it is taken (what the whole-array encoding of
+the effects leaves per cohort is a small dict): the compact output is streamed from them
+(:mod:`pairlab.cli.json_stream`), the cohorts encoded in blocks while earlier blocks are
+written.
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any, Final
 
 import numpy as np
@@ -34,6 +41,16 @@ ARM_FIELDS: Final = ("correct", "n", "rate", "wilsonLow", "wilsonHigh")
 def json_with_fragments(analysis: CohortAnalysis, *, pretty: bool) -> dict[str, Any]:
     """``analysis.to_json()`` with fragments for ``orjson.dumps`` (``pretty``: for
     ``OPT_INDENT_2``, else compact)."""
+    head, cohorts = json_parts(analysis, pretty=pretty)
+    return {**head, "cohorts": list(cohorts)}
+
+
+def json_parts(
+    analysis: CohortAnalysis, *, pretty: bool
+) -> tuple[dict[str, Any], Iterator[dict[str, Any]]]:
+    """:func:`json_with_fragments` as its head (the keys before ``"cohorts"``, in order)
+    and its cohorts, each cohort's dict built when the iterator reaches it (the fragments
+    of every cohort are encoded here, as whole arrays)."""
     from pairlab.core.analysis.result import EFFECT_FIELDS
 
     labels = analysis.labels()
@@ -118,28 +135,32 @@ def json_with_fragments(analysis: CohortAnalysis, *, pretty: bool) -> dict[str, 
     )
     correctness_end = newline(_ARM - 1, pretty) + b"}"
 
+    head = {**analysis.header(labels), "decisions": analysis.decision_counts(labels)}
+    return head, _cohorts(analysis, effects, arms, paired, correctness_end)
+
+
+def _cohorts(
+    analysis: CohortAnalysis,
+    effects: list[bytes],
+    arms: list[bytes],
+    paired: list[bytes],
+    correctness_end: bytes,
+) -> Iterator[dict[str, Any]]:
+    """Each cohort's dict, its effects and correctness the pre-encoded text."""
     min_pairs = analysis.plan.plan.min_pairs
     ok, pairs = analysis.ok.tolist(), analysis.pairs.tolist()
     excluded, coverage = analysis.excluded.tolist(), analysis.join_coverage.tolist()
-    out = []
     for idx, cohort_key in enumerate(analysis.keys.iter_rows(named=True)):
         is_ok = bool(ok[idx])
         exact, fallback, missing = (int(x) for x in coverage[idx])
-        out.append(
-            {
-                "key": cohort_key,
-                "status": "ok" if is_ok else "insufficient",
-                "pairs": int(pairs[idx]),
-                "exploratory": is_ok and int(pairs[idx]) < min_pairs,
-                "excluded": int(excluded[idx]),
-                "flags": analysis.flags(idx, cohort_key),
-                "effects": orjson.Fragment(effects[idx]),
-                "correctness": orjson.Fragment(arms[idx] + paired[idx] + correctness_end),
-                "joinCoverage": {"exact": exact, "fallback": fallback, "missing": missing},
-            }
-        )
-    return {
-        **analysis.header(labels),
-        "decisions": analysis.decision_counts(labels),
-        "cohorts": out,
-    }
+        yield {
+            "key": cohort_key,
+            "status": "ok" if is_ok else "insufficient",
+            "pairs": int(pairs[idx]),
+            "exploratory": is_ok and int(pairs[idx]) < min_pairs,
+            "excluded": int(excluded[idx]),
+            "flags": analysis.flags(idx, cohort_key),
+            "effects": orjson.Fragment(effects[idx]),
+            "correctness": orjson.Fragment(arms[idx] + paired[idx] + correctness_end),
+            "joinCoverage": {"exact": exact, "fallback": fallback, "missing": missing},
+        }
