@@ -10,11 +10,12 @@ from __future__ import annotations
 
 import importlib
 import json
+import os
 import sys
 
 import typer
 
-from pairlab.core.errors import PairlabError
+from pairlab.core.errors import PairlabError, ReasonCode
 
 COMMAND_MODULES = (
     "plan",
@@ -52,6 +53,11 @@ def main(argv: list[str] | None = None) -> None:
     try:
         app(args=args, prog_name="pairlab", standalone_mode=True)
     except PairlabError as exc:
+        if exc.reason == ReasonCode.OUTPUT_WRITE_FAILED:
+            # stdout is what failed: the error goes to stderr, what is left unwritten nowhere
+            print(f"pairlab: error [{exc.reason}]: {exc.message}", file=sys.stderr)
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+            sys.exit(exc.exit_code)
         if "--json" in args:
             print(json.dumps(exc.to_json()))
         else:

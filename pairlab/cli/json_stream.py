@@ -76,7 +76,7 @@ def write_in_background(chunks: Iterable[Chunk], out: IO[bytes], *, depth: int =
                 failed.append(exc)
         if not failed:
             try:
-                out.flush()
+                write_all(out, b"")  # the flush, its error as write_all raises it
             except BaseException as exc:
                 failed.append(exc)
 

@@ -33,6 +33,8 @@ from typing import IO, Any, Final
 import orjson
 import typer
 
+from pairlab.core.errors import ExecutionError, ReasonCode
+
 _OPTIONS: Final = (
     orjson.OPT_NON_STR_KEYS | orjson.OPT_PASSTHROUGH_DATETIME | orjson.OPT_PASSTHROUGH_DATACLASS
 )
@@ -90,11 +92,21 @@ def binary_stdout() -> IO[bytes] | None:
 
 
 def write_all(out: IO[bytes], data: bytes | memoryview) -> None:
-    """Write every byte of ``data``: a short write is retried with the rest (its error,
-    e.g. EPIPE or ENOSPC, raised)."""
+    """Write every byte of ``data``: a short write is retried with the rest. A reader that
+    left (EPIPE) is raised as is (typer ends quietly, status 1); any other failure (a full
+    disk, an I/O error) is ``output-write-failed`` (exit 1) naming the OS's reason."""
     view = memoryview(data)
-    while view:
-        view = view[out.write(view) :]
+    try:
+        while view:
+            view = view[out.write(view) :]
+        out.flush()
+    except BrokenPipeError:
+        raise
+    except OSError as exc:
+        raise ExecutionError(
+            f"the output could not be written ({exc.strerror or exc}): it is incomplete",
+            reason=ReasonCode.OUTPUT_WRITE_FAILED,
+        ) from exc
 
 
 def emit_json(payload: Any, *, pretty: bool = True) -> None:
@@ -106,4 +118,3 @@ def emit_json(payload: Any, *, pretty: bool = True) -> None:
         typer.echo(data, nl=False)
         return
     write_all(out, data)
-    out.flush()

@@ -29,6 +29,7 @@ class ReasonCode(StrEnum):
     MALFORMED_INPUT = "malformed-input"
     INPUT_READ_FAILED = "input-read-failed"
     INPUT_TOO_LARGE = "input-too-large"
+    OUTPUT_WRITE_FAILED = "output-write-failed"
     UNSUPPORTED_SCHEMA_VERSION = "unsupported-schema-version"
     MISSING_BASELINE_ISOLATION = "missing-baseline-isolation"
     MISSING_BASELINE_ARGS = "missing-baseline-args"

@@ -20,6 +20,7 @@ from pairlab.cli.json_stream import compact_chunks, write_in_background
 from pairlab.cli.output import encode_json, write_all
 from pairlab.core.analysis.cohorts import analyse_cohorts
 from pairlab.core.analysis.result_fragments import json_parts, json_with_fragments
+from pairlab.core.errors import ExecutionError, ReasonCode
 from tests.support import pairlab_argv, run_pairlab
 from tests.unit.test_cohorts import cohort_records, lines_of
 from tests.unit.test_result_fragments import _mixed_records
@@ -91,9 +92,31 @@ def test_short_writes_are_retried_until_every_byte_is_written() -> None:
 
 def test_a_disk_that_fills_is_an_error_not_a_short_success() -> None:
     sink = _Trickle(step=4, limit=8)
-    with pytest.raises(OSError) as failed:
+    with pytest.raises(ExecutionError) as failed:
         write_in_background([b"0123456789", b"more", b"and more"], sink)  # type: ignore[arg-type]
-    assert failed.value.errno == errno.ENOSPC and sink.data == b"01234567"
+    assert failed.value.reason == ReasonCode.OUTPUT_WRITE_FAILED
+    assert "No space left on device" in failed.value.message and sink.data == b"01234567"
+
+
+@pytest.mark.skipif(not Path("/dev/full").exists(), reason="no /dev/full on this system")
+@pytest.mark.parametrize("pretty", [False, True])
+def test_the_cli_writing_to_a_full_device_says_so_and_exits_1(tmp_path: Path, pretty: bool) -> None:
+    """The real command, its stdout the kernel's always-full device: a clear error on
+    stderr (no traceback), exit 1 - never a short success."""
+    log = tmp_path / "episodes.jsonl"
+    log.write_text("\n".join(lines_of(cohort_records(6))) + "\n", encoding="utf-8")
+    args = ["aggregate", str(log), "--json", "--resamples", "200"]
+    with open("/dev/full", "wb") as full:
+        done = subprocess.run(
+            pairlab_argv(*args, *(["--pretty"] if pretty else [])),
+            stdout=full,
+            stderr=subprocess.PIPE,
+            text=True,
+            timeout=300,
+        )
+    assert done.returncode == 1, done.stderr
+    assert "[output-write-failed]" in done.stderr and "No space left" in done.stderr
+    assert "Traceback" not in done.stderr
 
 
 def test_a_closed_pipe_raises_broken_pipe_and_stops_the_encoding() -> None:
