@@ -23,6 +23,7 @@ from pairlab.core.stats.batch import IntervalBatch
 from pairlab.core.stats.bootstrap import MeanIntervals, Method, bootstrap_mean_intervals
 from pairlab.core.stats.one_cohort import student_t
 from pairlab.core.stats.seeds import make_rng
+from pairlab.core.stats.set_stats import set_statistics
 from pairlab.core.stats.skew_gate import sample_skewness
 
 RESULTS: Final = (
@@ -36,6 +37,9 @@ RESULTS: Final = (
     "skewness",
     "t_stat",
 )
+
+# Cohorts whose column sets' statistics are computed together (set_stats): a chunk's.
+_STATS_COHORTS: Final = 64
 
 # (cohort index, cohort key, pair ids, [pairs, contrast, metric] differences, applies[contrast])
 Job = tuple[int, tuple[str, ...], list[str], np.ndarray, np.ndarray]
@@ -90,14 +94,26 @@ class CohortBootstrap:
             confidence=s.confidence,
             decision_confidence=s.decision_confidence,
         )
-        for idx, key, pair_ids, block, applies in jobs:
-            for cols, values, rng in self.column_sets(idx, key, pair_ids, block, applies):
+        skewness, t_stat = self.results["skewness"], self.results["t_stat"]
+        for first in range(0, len(jobs), _STATS_COHORTS):
+            sets = [
+                (idx, cols, values, rng)
+                for idx, key, pair_ids, block, applies in jobs[first : first + _STATS_COHORTS]
+                for cols, values, rng in self._patterns(idx, key, pair_ids, block, applies)
+            ]
+            # the sets' statistics side by side, the bits of each set's own (set_stats)
+            described = set_statistics([values for _, _, values, _ in sets])
+            for (idx, cols, values, rng), got in zip(sets, described, strict=True):
+                skewness[idx].reshape(-1)[cols] = got.skewness
+                t_stat[idx].reshape(-1)[cols] = got.t_stat
                 if not batch.fits(cols.size):
                     self._store_batch(batch)
                     if not batch.fits(cols.size):  # more columns than a batch holds
                         self._store(idx, cols, values, rng, [])
                         continue
-                batch.add(values, rng, (idx, cols))
+                if not got.finite:
+                    raise ValueError("a batched interval needs n >= 2 finite values per column")
+                batch.add_described(got.centered, got.columns, rng, (idx, cols))
         self._store_batch(batch)
 
     def _store_batch(self, batch: IntervalBatch[tuple[int, np.ndarray]]) -> None:
@@ -115,6 +131,20 @@ class CohortBootstrap:
         """Fill the cohort's estimates and the resampled columns' sample skewness; yield
         each set of columns observed in the same pairs, its values and the generator of
         those pairs (seeded from their names)."""
+        for cols, values, rng in self._patterns(idx, key, pair_ids, block, applies):
+            self.results["skewness"][idx].reshape(-1)[cols] = sample_skewness(values)
+            self.results["t_stat"][idx].reshape(-1)[cols] = student_t(values)
+            yield cols, values, rng
+
+    def _patterns(
+        self,
+        idx: int,
+        key: tuple[str, ...],
+        pair_ids: list[str],
+        block: np.ndarray,
+        applies: np.ndarray,
+    ) -> Iterator[tuple[np.ndarray, np.ndarray, np.random.Generator]]:
+        """:meth:`column_sets` without the sets' statistics (the caller's)."""
         observed = ~np.isnan(block)
         counts = observed.sum(axis=0)
         estimate = self.results["estimate"]
@@ -137,10 +167,7 @@ class CohortBootstrap:
         for p, rows in enumerate(patterns):
             cols = eligible[which.ravel() == p]
             rng = make_rng(run_id, key, "pairs", [pair_ids[r] for r in np.flatnonzero(rows)])
-            values = flat[rows][:, cols]
-            self.results["skewness"][idx].reshape(-1)[cols] = sample_skewness(values)
-            self.results["t_stat"][idx].reshape(-1)[cols] = student_t(values)
-            yield cols, values, rng
+            yield cols, flat[rows][:, cols], rng
 
     def _store(
         self,

@@ -33,6 +33,7 @@ from pairlab.core.stats.studentized import (
     column_stats,
     finish_decision_intervals,
     studentized_sums,
+    t_critical,
 )
 from pairlab.core.stats.workspace import WORKSPACE
 
@@ -88,7 +89,21 @@ class IntervalBatch(Generic[Tag]):
         if not self.fits(columns):
             raise ValueError("batch full: finish it first")
         described = column_stats(data)
-        centered = (data - described.estimate).astype(np.float32)
+        self.add_described((data - described.estimate).astype(np.float32), described, rng, tag)
+
+    def add_described(
+        self,
+        centered: NDArray[np.float32],
+        described: ColumnStats,
+        rng: np.random.Generator,
+        tag: Tag,
+    ) -> None:
+        """:meth:`add` of values whose :func:`column_stats` and centered float32 values
+        the caller has computed (``centered`` = ``(values - described.estimate)`` as
+        float32; the checks of :meth:`add` are the caller's)."""
+        n, columns = centered.shape
+        if not self.fits(columns):
+            raise ValueError("batch full: finish it first")
         counts = draw_resample_counts(rng, n, self.n_resamples, "float32", True)
         start, stop = self.rows, self.rows + columns
         found = studentized_sums(
@@ -129,6 +144,9 @@ class IntervalBatch(Generic[Tag]):
         )
         at_most, at_least = joined("at_most"), joined("at_least")
         n = np.concatenate([np.full(p.stop - p.start, p.n, dtype=np.int64) for p in parts])
+        t_crit = np.concatenate(
+            [np.full(p.stop - p.start, t_critical(p.n, self.decision_confidence)) for p in parts]
+        )
         # The reported percentile interval (bootstrap_mean_intervals' float32 branch).
         alpha = (1.0 - self.confidence) / 2.0
         low, high = order_keys.percentile_pair(self.s1[:rows], alpha, 1.0 - alpha)
@@ -141,6 +159,7 @@ class IntervalBatch(Generic[Tag]):
             at_least,
             ColumnStats(estimate, se, degenerate, t_obs),
             self.decision_confidence,
+            t_crit,
         )
         no_fallback = np.zeros(rows, dtype=np.bool_)
         out = []

@@ -37,6 +37,7 @@ at most alpha.
 
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import dataclass
 from typing import Any
@@ -217,6 +218,7 @@ def finish_decision_intervals(
     at_least: NDArray[np.int64],
     columns: ColumnStats,
     confidence: float,
+    t_crit: FloatArray | None = None,
 ) -> DecisionIntervals:
     """How a win is decided, once: Student's t interval joined with the bootstrap-t one
     (the wider of the two at each end), the one-sided p-values the larger of Student's
@@ -225,7 +227,9 @@ def finish_decision_intervals(
     ``tstar``: [column, resample] studentized resample sums (reordered here); ``n``:
     the pairs, one count for every column (:func:`decision_intervals`) or one per
     column (the batch, :mod:`pairlab.core.stats.batch`); ``at_most``/``at_least``:
-    per column, how many resamples' t lie at most / at least at the observed t.
+    per column, how many resamples' t lie at most / at least at the observed t;
+    ``t_crit``: Student's two-sided critical value at each ``n`` (:func:`t_critical`),
+    when the caller has it.
     """
     n_rep = tstar.shape[1]
     estimate, se, degenerate, t_obs = (
@@ -247,7 +251,8 @@ def finish_decision_intervals(
         q_low, q_high = (_unbounded(q * scale) for q in select(tstar, k, n_rep - 1 - k))
     p_boot_saving = np.minimum(1.0, (at_most + 1.0) / n_rep)
     p_boot_increase = np.minimum(1.0, (at_least + 1.0) / n_rep)
-    t_crit = special.stdtrit(n - 1, 1.0 - alpha / 2.0)
+    if t_crit is None:
+        t_crit = special.stdtrit(n - 1, 1.0 - alpha / 2.0)
     with np.errstate(invalid="ignore", over="ignore"):
         boot_low = estimate - q_high * se
         boot_high = estimate - q_low * se
@@ -262,6 +267,15 @@ def finish_decision_intervals(
     low = np.where(degenerate, estimate, low)
     high = np.where(degenerate, estimate, high)
     return DecisionIntervals(low, high, p_saving, p_increase)
+
+
+@functools.lru_cache(maxsize=1024)
+def t_critical(n: int, confidence: float) -> float:
+    """Student's two-sided critical value of ``n`` pairs at ``confidence``: the number
+    :func:`finish_decision_intervals` computes for a column of ``n`` pairs (the same
+    ufunc on the same doubles), once per (n, confidence)."""
+    alpha = 1.0 - confidence
+    return float(special.stdtrit(n - 1, 1.0 - alpha / 2.0))
 
 
 @dataclass(frozen=True)
