@@ -57,6 +57,21 @@ class Settings:
     compiled: bool = False  # the compiled loops (pairlab.core.stats.kernels): same numbers
 
 
+def _distinct_columns(seen: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``np.unique(seen.T, axis=0, return_inverse=True)`` of an (n, C) boolean array: the
+    distinct columns (as rows, in lexicographic order, False before True) and which one
+    each column is; up to 62 rows each column is read as the integer of its bits (the
+    first row the highest bit: the same order), one 1-d unique instead of a sort of
+    structured rows."""
+    n = seen.shape[0]
+    if n > 62:
+        patterns, which = np.unique(seen.T, axis=0, return_inverse=True)
+        return patterns, which.ravel()
+    codes = (1 << np.arange(n - 1, -1, -1, dtype=np.int64)) @ seen
+    _, first, which = np.unique(codes, return_index=True, return_inverse=True)
+    return seen.T[first], which.ravel()
+
+
 def empty_results(cohorts: int, contrasts: int) -> dict[str, np.ndarray]:
     shape = (cohorts, contrasts, len(METRICS))
     return {name: np.full(shape, np.nan) for name in RESULTS}
@@ -150,20 +165,22 @@ class CohortBootstrap:
         estimate = self.results["estimate"]
         with np.errstate(invalid="ignore"):
             sums = np.where(observed, block, 0.0).sum(axis=0)
-            estimate[idx] = np.where(counts > 0, sums / np.maximum(counts, 1), np.nan)
-        estimate[idx][~applies] = np.nan
+            found = np.where(counts > 0, sums / np.maximum(counts, 1), np.nan)
+        found[~applies] = np.nan
+        estimate[idx] = found
         gate = max(self.settings.min_pairs, 2)
         eligible = np.flatnonzero((applies[:, None] & (counts >= gate)).ravel())
         if eligible.size == 0:
             return
-        flat = block.reshape(block.shape[0], -1)
-        # Columns observed in the same pairs share one resample of those pairs.
-        seen = ~np.isnan(flat[:, eligible])
-        if seen.all():  # the usual case: one pattern, every pair
-            patterns, which = seen[:, :1].T, np.zeros(eligible.size, dtype=np.int64)
-        else:
-            patterns, which = np.unique(seen.T, axis=0, return_inverse=True)
+        n = block.shape[0]
+        flat = block.reshape(n, -1)
         run_id = self.settings.run_id
+        # Columns observed in the same pairs share one resample of those pairs.
+        seen = observed.reshape(n, -1)[:, eligible]
+        if seen.all():  # the usual case: one pattern, every pair
+            yield eligible, flat[seen[:, 0]][:, eligible], make_rng(run_id, key, "pairs", pair_ids)
+            return
+        patterns, which = _distinct_columns(seen)
         for p, rows in enumerate(patterns):
             cols = eligible[which.ravel() == p]
             rng = make_rng(run_id, key, "pairs", [pair_ids[r] for r in np.flatnonzero(rows)])

@@ -21,12 +21,14 @@ import numpy as np
 SEED_DOMAIN = "pairlab.bootstrap.v1"
 
 
+# json.dumps(..., ensure_ascii=False, separators=(",", ":")) builds this encoder per call
+_CANONICAL = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"))
+
+
 def derive_seed(*parts: str | Sequence[str]) -> int:
     """A 128-bit seed from an ordered list of names (strings or string tuples)."""
-    canonical = json.dumps(
-        [SEED_DOMAIN, *[p if isinstance(p, str) else list(p) for p in parts]],
-        ensure_ascii=False,
-        separators=(",", ":"),
+    canonical = _CANONICAL.encode(
+        [SEED_DOMAIN, *[p if isinstance(p, str) else list(p) for p in parts]]
     )
     return int.from_bytes(hashlib.sha256(canonical.encode("utf-8")).digest()[:16], "big")
 
