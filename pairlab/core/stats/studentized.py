@@ -144,18 +144,24 @@ def studentized_sums(
     else:  # products small enough for OpenBLAS to run them on one thread
         gemm = max(1, _GEMM_BLOCK_MNK // max(1, 2 * n * columns))
         block = gemm * max(1, _CACHE_ELEMENTS // max(1, columns * gemm))
+    compiled = compiled and dtype == np.float32
     both_full = WORKSPACE.get("both", (2 * columns, block), dtype)
-    t_full = WORKSPACE.get("tblock", (columns, block), dtype)
-    scratch_full = WORKSPACE.get("scratch", (columns, block), dtype)
-    flags_full = WORKSPACE.get("flags", (columns, block), np.bool_)
+    if not compiled:
+        t_full = WORKSPACE.get("tblock", (columns, block), dtype)
+        scratch_full = WORKSPACE.get("scratch", (columns, block), dtype)
+        flags_full = WORKSPACE.get("flags", (columns, block), np.bool_)
     target = (t_obs / math.sqrt(n - 1.0)).astype(dtype)[:, None]
     below = np.zeros(columns, dtype=np.int64)
-    compiled = compiled and dtype == np.float32
     for start in range(0, n_rep, block):
         stop = min(start + block, n_rep)
         width = stop - start
         if width == block:
-            both, tb, scratch, flags = both_full, t_full, scratch_full, flags_full
+            both = both_full
+            if not compiled:
+                tb, scratch, flags = t_full, scratch_full, flags_full
+        elif compiled:  # the last, shorter block: a per-thread array of its width (a
+            # fresh one was ~10-40 us a call in page faults)
+            both = WORKSPACE.get("both_last", (2 * columns, width), dtype)
         else:  # the last, shorter block: fresh contiguous arrays
             both = np.empty((2 * columns, width), dtype)
             tb, scratch = np.empty((columns, width), dtype), np.empty((columns, width), dtype)
