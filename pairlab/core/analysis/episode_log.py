@@ -8,11 +8,10 @@ costs, :data:`WORKER_START_BYTES`): a worker process
 (``python -m pairlab.core.analysis.episode_log LOG OFFSET``) validates the second half and
 builds its part of the frame (:func:`pairlab.core.analysis.pairing.episodes_frame`) while
 this process does the first half; its frame comes back as Arrow IPC and the two are joined
-in file order. The frame is the one a single process builds (same rows, same order).
-Measured back to back on the 2-core VM at load 3-4 (bench/README.md): a million lines
-(584 MB) 46 s wall with two readers against 70 s with one, the same CPU; 200,000 lines
-(117 MB) lost wall time and CPU (the worker's ~1 s start, the frame passed back), hence
-the threshold. ``PAIRLAB_LOG_READERS``: ``1`` always one process, ``2`` two whenever the
+in file order (zstd-compressed: 21 MB instead of 230 MB through the pipe at a million
+lines, 0.3 s of CPU against ~1 s of the kernel's copying). The frame is the one a single process builds (same rows, same order).
+Measured on the 2-core VM (bench/README.md): two readers from 61 MB on (below, the
+worker's ~0.6 s start eats the gain), 6.8 s for a million lines (584 MB). ``PAIRLAB_LOG_READERS``: ``1`` always one process, ``2`` two whenever the
 log has a line break past the cut.
 
 Errors stay those of one process reading the whole log, first bad line first: a bad line
@@ -29,6 +28,7 @@ import io
 import os
 import subprocess
 import sys
+import threading
 from collections.abc import Iterator
 from pathlib import Path
 from typing import IO, Final
@@ -38,13 +38,13 @@ import polars as pl
 from pairlab.core.analysis.pairing import episodes_frame
 from pairlab.core.schemas.episode import iter_episode_lines
 
-# ~450,000 lines of the bench's records (584 MB: a million): below, the worker's ~1 s start
-# and the frame passed back eat most of what it saves
-SPLIT_MIN_BYTES: Final = 256 * 1024 * 1024
-# What the worker's start and its frame's way back cost, in bytes this process reads
-# meanwhile: measured at a million lines, an even cut left this process waiting ~1.3 s
-# for the worker (~22 ms per MB read), so the worker starts ~60 MB behind
-WORKER_START_BYTES: Final = 60 * 1024 * 1024
+# ~100,000 lines of the bench's records: two readers measured faster from here on a quiet
+# VM (61 MB: 1.02 s wall against 1.31 s; 117 MB: 1.8 s against 2.35 s; a million lines:
+# 6.8 s against ~12.5 s); below, the worker's start (~0.6 s) eats what it saves
+SPLIT_MIN_BYTES: Final = 64 * 1024 * 1024
+# What the worker's start costs, in bytes this process reads meanwhile: measured at a
+# million lines (~12 ms per MB), an even cut left this process waiting ~0.4 s for it
+WORKER_START_BYTES: Final = 30 * 1024 * 1024
 ENV_READERS: Final = "PAIRLAB_LOG_READERS"  # "1": one process; "2": two; unset: decided here
 
 
@@ -126,6 +126,11 @@ def read_frame(path: Path, source: str, split_min_bytes: int = SPLIT_MIN_BYTES) 
         with path.open(encoding="utf-8") as handle:
             return episodes_frame(iter_episode_lines(handle, source))
     assert worker.stdout is not None
+    # The worker's frame is taken as it comes (a thread; the reads release the GIL): read
+    # only after the first half, it waited ~0.5 s on a full pipe at a million lines.
+    received: list[bytes] = []
+    taker = threading.Thread(target=lambda: received.append(worker.stdout.read()), daemon=True)  # type: ignore[union-attr]
+    taker.start()
     try:
         with (
             path.open("rb") as raw,
@@ -133,7 +138,8 @@ def read_frame(path: Path, source: str, split_min_bytes: int = SPLIT_MIN_BYTES) 
         ):
             lines = _Counted(text)
             head = episodes_frame(iter_episode_lines(lines, source))
-        data = worker.stdout.read()
+        taker.join()
+        data = received[0] if received else b""
         tail = pl.read_ipc(io.BytesIO(data)) if worker.wait() == 0 and data else None
     finally:
         if worker.poll() is None:
@@ -155,7 +161,7 @@ def _worker(path: str, start: int) -> int:
     except Exception:  # the parent re-reads this part and raises the real error
         return 1
     out = io.BytesIO()
-    frame.write_ipc(out, compression="uncompressed")
+    frame.write_ipc(out, compression="zstd")
     sys.stdout.buffer.write(out.getbuffer())
     sys.stdout.buffer.flush()
     return 0
