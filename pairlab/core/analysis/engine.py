@@ -96,7 +96,9 @@ class CohortBootstrap:
         applies: np.ndarray,
         notes: list[str],
     ) -> None:
-        for cols, values, rng in self.column_sets(idx, key, pair_ids, block, applies):
+        for cols, values, rng in self._patterns(idx, key, pair_ids, block, applies):
+            self.results["skewness"][idx].reshape(-1)[cols] = sample_skewness(values)
+            self.results["t_stat"][idx].reshape(-1)[cols] = student_t(values)
             self._store(idx, cols, values, rng, notes)
 
     def batchable(self) -> bool:
@@ -139,22 +141,6 @@ class CohortBootstrap:
         for (idx, cols), got in batch.finish():
             self._put(idx, cols, got)
 
-    def column_sets(
-        self,
-        idx: int,
-        key: tuple[str, ...],
-        pair_ids: list[str],
-        block: np.ndarray,
-        applies: np.ndarray,
-    ) -> Iterator[tuple[np.ndarray, np.ndarray, np.random.Generator]]:
-        """Fill the cohort's estimates and the resampled columns' sample skewness; yield
-        each set of columns observed in the same pairs, its values and the generator of
-        those pairs (seeded from their names)."""
-        for cols, values, rng in self._patterns(idx, key, pair_ids, block, applies):
-            self.results["skewness"][idx].reshape(-1)[cols] = sample_skewness(values)
-            self.results["t_stat"][idx].reshape(-1)[cols] = student_t(values)
-            yield cols, values, rng
-
     def _patterns(
         self,
         idx: int,
@@ -163,7 +149,9 @@ class CohortBootstrap:
         block: np.ndarray,
         applies: np.ndarray,
     ) -> Iterator[tuple[np.ndarray, np.ndarray, np.random.Generator]]:
-        """:meth:`column_sets` without the sets' statistics (the caller's)."""
+        """Fill the cohort's estimates; yield each set of its columns observed in the same
+        pairs, its values and the generator of those pairs (seeded from their names). The
+        sets' statistics (skewness, Student's t) are the caller's."""
         observed = ~np.isnan(block)
         counts = observed.sum(axis=0)
         estimate = self.results["estimate"]
