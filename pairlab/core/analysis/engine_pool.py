@@ -69,7 +69,8 @@ def run_cohorts(
     workers: int | None,
 ) -> str:
     """Resample every job's cohort into ``results``; return how: ``"compiled processes"``,
-    ``"compiled threads"``, ``"compiled"``, ``"processes"``, ``"threads"`` or ``"serial"``."""
+    ``"compiled threads"``, ``"compiled"``, ``"processes"``, ``"threads"`` or ``"serial"``
+    (processes: with how many workers failed, if any)."""
     n_workers = workers or min(4, os.cpu_count() or 1)
     if len(jobs) >= COMPILED_MIN_COHORTS and kernels.compiled_enabled():
         settings = replace(settings, compiled=True)
@@ -85,8 +86,9 @@ def run_cohorts(
 
     with blas.single_threaded():
         if n_workers > 1 and len(jobs) >= PROCESS_POOL_MIN_COHORTS:
-            run_shared(settings, results, chunks, notes, n_workers, run_here)
-            return "compiled processes" if settings.compiled else "processes"
+            failed = run_shared(settings, results, chunks, notes, n_workers, run_here)
+            how = "compiled processes" if settings.compiled else "processes"
+            return f"{how} ({failed} failed: their chunks resampled here)" if failed else how
         # threads take a chunk (batched: per-thread scratch) or a cohort at a time
         units = chunks if engine.batchable() else [[job] for job in jobs]
         if n_workers > 1 and len(units) > 1:
