@@ -12,6 +12,7 @@ from typing import Any
 
 import pytest
 
+from pairlab.adapters.images.registry import local_tag
 from pairlab.core.schemas.profile import RunnerProfile, parse_profile
 from tests.support import REPO_ROOT, require
 
@@ -24,7 +25,7 @@ def simclient_version() -> str:
     raise AssertionError("no __version__ in pairlab_simclient")
 
 
-SIM_IMAGE = f"pairlab/simclient:{simclient_version()}"
+SIM_IMAGE = local_tag(f"pairlab/simclient:{simclient_version()}")  # PAIRLAB_IMAGE_PREFIX applies
 
 
 def docker_client_or_skip() -> Any:

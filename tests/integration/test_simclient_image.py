@@ -14,11 +14,12 @@ from typing import Any
 import pytest
 from pairlab_simclient import __version__
 
+from pairlab.adapters.images.registry import local_tag
 from tests.support import REPO_ROOT, require
 
 pytestmark = pytest.mark.docker
 
-IMAGE = f"pairlab/simclient:{__version__}"
+IMAGE = f"pairlab/simclient:{__version__}"  # run as local_tag(IMAGE): the prefix built
 
 
 def _docker() -> Any:
@@ -50,7 +51,7 @@ def client() -> Any:
 
 def _run(client: Any, command: list[str], **kw: Any) -> tuple[int, str, str]:
     container = client.containers.run(
-        IMAGE,
+        local_tag(IMAGE),
         command,
         user="1000:1000",
         network_mode="none",

@@ -147,8 +147,9 @@ def _check_buildable(profile: RunnerProfile) -> CertifyCheck:
 def _check_runnable(profile: RunnerProfile, backend_name: str) -> CertifyCheck:
     if backend_name == "docker":
         from pairlab.adapters.docker_engine import image_present
+        from pairlab.adapters.images.registry import local_tag
 
-        image_id = image_present(profile.image)
+        image_id = image_present(local_tag(profile.image))  # as built: PAIRLAB_IMAGE_PREFIX
         if image_id is None:
             return CertifyCheck(
                 name="image",
