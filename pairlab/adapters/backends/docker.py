@@ -91,6 +91,7 @@ from pairlab.adapters.docker_engine import (
 )
 from pairlab.adapters.images.build import ensure_image
 from pairlab.adapters.images.engine import inspect
+from pairlab.adapters.images.registry import local_tag
 from pairlab.core.errors import ExecutionError, ReasonCode
 from pairlab.core.schemas.profile import RunnerProfile
 
@@ -383,7 +384,7 @@ class DockerBackend:
         scrub = call_docker(
             "create scrub container",
             lambda: self.client.containers.create(
-                spec.profile.image,
+                local_tag(spec.profile.image),  # as built (PAIRLAB_IMAGE_PREFIX), as prepare's
                 ["rm", "-f", *targets],
                 user=f"{self.user[0]}:{self.user[1]}",
                 volumes={prepared.volumes["home"]: {"bind": MOUNT_PATHS["home"], "mode": "rw"}},
@@ -405,7 +406,7 @@ class DockerBackend:
             container = call_docker(
                 "create grader container",
                 lambda: self.client.containers.create(
-                    spec.profile.image,
+                    local_tag(spec.profile.image),  # as built (PAIRLAB_IMAGE_PREFIX)
                     argv,
                     user=f"{self.user[0]}:{self.user[1]}",
                     working_dir=prepared.workdir,
