@@ -18,17 +18,15 @@ written.
 from __future__ import annotations
 
 from collections.abc import Iterator
-from typing import TYPE_CHECKING, Any, Final
+from typing import Any, Final
 
 import numpy as np
 import orjson
 
 from pairlab.core.analysis.decisions import DECISIONS, REASONS, ROLES
 from pairlab.core.analysis.metrics import METRICS
+from pairlab.core.analysis.result import EFFECT_FIELDS, CohortAnalysis
 from pairlab.core.json_rows import Coded, coded, key, newline, object_groups, tokens
-
-if TYPE_CHECKING:
-    from pairlab.core.analysis.result import CohortAnalysis
 
 # pretty depths (the document 0, its cohorts 2): an effect, an arm's correctness 4, a pair 5
 _EFFECT: Final = 4
@@ -51,8 +49,6 @@ def json_parts(
     """:func:`json_with_fragments` as its head (the keys before ``"cohorts"``, in order)
     and its cohorts, each cohort's dict built when the iterator reaches it (the fragments
     of every cohort are encoded here, as whole arrays)."""
-    from pairlab.core.analysis.result import EFFECT_FIELDS
-
     labels = analysis.labels()
     arrays = analysis.json_arrays(labels)
     cohorts, contrasts, metrics = analysis.estimate.shape
